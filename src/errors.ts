@@ -1,0 +1,59 @@
+/**
+ * The one error class of iqgate. Every deliberate failure carries a stable `code` from
+ * ERROR_CODES (messages may change, codes may not), whether retrying can help, and the
+ * underlying `cause`. Programmer mistakes (wrong types passed by our own code) stay plain
+ * TypeErrors. The GraphQL layer passes IqgateErrors to clients as `extensions.code` and
+ * masks everything else.
+ */
+export const ERROR_CODES = {
+  // store
+  STORE_CLOSED: 'The store (or the database under it) is closed or closing.',
+  STORE_NOT_FOUND: 'No store with that name is defined.',
+  PARTITION_NOT_FOUND: 'The store has no such partition on this instance.',
+  DECODE_FAILED: 'Bytes could not be decoded by the serde.',
+  ENCODE_FAILED: 'A value could not be encoded by the serde.',
+  KEY_TOO_LARGE: 'A key is larger than the configured limit.',
+  VALUE_TOO_LARGE: 'A value is larger than the configured limit.',
+  INVALID_RANGE: 'A range query whose from bound sorts after its to bound, or with a bad limit.',
+  STORE_EXCEPTION: 'The underlying storage failed.',
+  // query
+  INVALID_KEY: 'A key argument could not be converted with the store\'s key serde.',
+  INVALID_ARGUMENT: 'A query argument is malformed or out of bounds.',
+  INVALID_CURSOR: 'A pagination cursor is malformed or belongs to another query.',
+  PAGE_SIZE_EXCEEDED: 'The requested page size is above the server limit.',
+  NOT_UP_TO_BOUND: 'The store did not reach the requested position bound in time.',
+  NOT_STARTED: 'The runtime is not running yet.',
+  // processing and kafka
+  INVALID_CONFIG: 'A configuration value is missing or invalid.',
+  ILLEGAL_STATE_TRANSITION: 'A lifecycle transition that the state machine forbids.',
+  BROKER_UNAVAILABLE: 'The Kafka broker could not be reached.',
+  TOPIC_NOT_FOUND: 'A topic the topology needs does not exist.',
+  PRODUCER_FENCED: 'Another producer with the same transactional id took over.',
+  PROCESSING_FAILED: 'A processor threw while handling a record.',
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface IqgateErrorOptions {
+  cause?: unknown;
+  retriable?: boolean;
+  details?: Record<string, unknown>;
+}
+
+export class IqgateError extends Error {
+  override readonly name = 'IqgateError';
+  readonly code: ErrorCode;
+  readonly retriable: boolean;
+  readonly details: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: IqgateErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+    this.details = options.details ?? {};
+  }
+}
+
+export function isIqgateError(error: unknown, code?: ErrorCode): error is IqgateError {
+  return error instanceof IqgateError && (code === undefined || error.code === code);
+}

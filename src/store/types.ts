@@ -1,0 +1,100 @@
+/**
+ * The contracts of the state store stack (DESIGN.md §3). Everything above store/ (processing,
+ * query, graphql) programs against these interfaces; store/ provides the in-memory and the
+ * LevelDB-backed implementations, which pass one contract suite.
+ *
+ * Keys and values are bytes (Node Buffers). Keys order by their bytes as LevelDB's
+ * BytewiseComparator does: memcmp over the common length, then the shorter key first.
+ */
+import type { Position } from './position.js';
+
+export type Bytes = Buffer;
+
+/** Turns typed values into bytes and back. `deserialize` throws IqgateError DECODE_FAILED. */
+export interface Serde<T> {
+  /** Stable name, shown in the GraphQL schema ("string", "json", "int32", "int64", "float64", "bytes"). */
+  readonly name: string;
+  serialize(value: T): Bytes;
+  deserialize(bytes: Bytes): T;
+}
+
+/** Where a write came from: the input record being processed. */
+export interface RecordSource {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+}
+
+export interface KeyValue {
+  readonly key: Bytes;
+  readonly value: Bytes;
+}
+
+/** A key and its new value, or null for a delete (tombstone). */
+export interface Change {
+  readonly key: Bytes;
+  readonly value: Bytes | null;
+}
+
+export type Order = 'asc' | 'desc';
+
+/** Both bounds inclusive, either may be absent (open). from > to is INVALID_RANGE. */
+export interface RangeOptions {
+  readonly from?: Bytes;
+  readonly to?: Bytes;
+  readonly order?: Order;
+  /** At most this many entries; absent = no limit. */
+  readonly limit?: number;
+}
+
+export interface PrefixOptions {
+  readonly order?: Order;
+  readonly limit?: number;
+}
+
+/**
+ * One consistent point in time of one store partition: a LevelDB snapshot plus copy-on-write
+ * snapshots of the in-memory layers, all taken in the same synchronous tick. Reads never see
+ * writes made after the view was taken. Must be closed (releases the LevelDB snapshot);
+ * closing twice is harmless.
+ */
+export interface ReadView {
+  readonly storeName: string;
+  readonly partition: number;
+  readonly readCommitted: boolean;
+  /** The Position this view reflects (committed position, or current processing position). */
+  readonly position: Position;
+  get(key: Bytes): Promise<Bytes | undefined>;
+  getMany(keys: readonly Bytes[]): Promise<Array<Bytes | undefined>>;
+  /** Entries in key-byte order (or reverse); the iterator releases its resources when done or returned early. */
+  range(options?: RangeOptions): AsyncIterableIterator<KeyValue>;
+  prefix(prefix: Bytes, options?: PrefixOptions): AsyncIterableIterator<KeyValue>;
+  close(): Promise<void>;
+}
+
+/** What a store partition tells its subscribers. */
+export type StoreChangeEvent =
+  | { readonly kind: 'uncommitted'; readonly changes: readonly Change[]; readonly position: Position }
+  | { readonly kind: 'committed'; readonly changes: readonly Change[]; readonly position: Position };
+
+export type StoreChangeListener = (event: StoreChangeEvent) => void;
+
+/**
+ * One partition of one logical store, owned by one task. Writes are synchronous (they land in
+ * the record cache); the processing path reads synchronously through cache → write batch →
+ * committed store. Queries read through `view()`.
+ */
+export interface KeyValueStorePartition {
+  readonly storeName: string;
+  readonly partition: number;
+  /** Uncommitted read for the processing path (cache → write batch → committed store). */
+  get(key: Bytes): Bytes | undefined;
+  put(key: Bytes, value: Bytes, source: RecordSource): void;
+  delete(key: Bytes, source: RecordSource): void;
+  /** Takes a consistent read view synchronously. */
+  view(options: { readonly readCommitted: boolean }): ReadView;
+  committedPosition(): Position;
+  uncommittedPosition(): Position;
+  /** Committed events are emitted after each store commit; uncommitted ones as writes are flushed. */
+  subscribe(listener: StoreChangeListener): () => void;
+}

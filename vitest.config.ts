@@ -1,0 +1,32 @@
+import { defineConfig } from 'vitest/config';
+
+// Two projects: `unit` is fast and never touches the network; `integration` runs against
+// the real Kafka broker that test/integration/global-setup.ts starts (unless KAFKA_BROKERS
+// points to a running one) and real LevelDB in temporary directories.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          environment: 'node',
+          globalSetup: ['test/integration/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          // Integration files share one broker; running them two at a time keeps a
+          // 2-core machine responsive and the broker's coordinators unhurried.
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
