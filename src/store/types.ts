@@ -98,3 +98,64 @@ export interface KeyValueStorePartition {
   /** Committed events are emitted after each store commit; uncommitted ones as writes are flushed. */
   subscribe(listener: StoreChangeListener): () => void;
 }
+
+/** A dirty entry leaving the record cache (evicted or flushed), in the order it is handed over. */
+export interface FlushedChange extends Change {
+  readonly storeName: string;
+  readonly partition: number;
+  /** The input record of the latest write to this key. */
+  readonly source: RecordSource;
+}
+
+/** Receives dirty cache entries: the runtime sends them to the changelog and downstream. */
+export type FlushListener = (changes: readonly FlushedChange[]) => void;
+
+/**
+ * The stores of one task (one input partition), committed together. Commit protocol
+ * (DESIGN.md §4): the runtime calls flush(), sends the flushed changes to the changelog in its
+ * Kafka transaction, commits the transaction, then calls commit() with the changelog offsets.
+ */
+export interface TaskStores {
+  readonly taskId: string;
+  /** Throws IqgateError STORE_NOT_FOUND for a name the task does not have. */
+  store(name: string): KeyValueStorePartition;
+  storeNames(): readonly string[];
+  /** Flushes the task's record cache: dirty entries, in write order, go to the write batch and the flush listeners. */
+  flush(): void;
+  /**
+   * One atomic LevelDB batch: the write batch, the changelog offsets (store name → next
+   * changelog offset to read) and the uncommitted Position, which becomes the committed one.
+   */
+  commit(changelogOffsets: Readonly<Record<string, number>>): Promise<void>;
+  /** Drops everything uncommitted: dirty cache entries, the write batch, the uncommitted Position. */
+  abort(): void;
+  /** The changelog offsets stored by the last completed commit (or restore), loaded at open. */
+  changelogOffsets(): Readonly<Record<string, number>>;
+  /**
+   * Applies changelog records straight to the committed store (restore), atomically with the
+   * store's next changelog offset and the Position they carry.
+   */
+  restore(storeName: string, changes: readonly Change[], nextChangelogOffset: number, position: Position): Promise<void>;
+  onFlush(listener: FlushListener): () => void;
+  /** Bytes held in this task's write batch. */
+  uncommittedBytes(): number;
+  close(): Promise<void>;
+}
+
+export interface StoreEngineOptions {
+  /** Record cache bytes shared by all tasks of the process (Kafka Streams' statestore.cache.max.bytes). Default 10 MiB. */
+  readonly cacheMaxBytes?: number;
+  /** Uncommitted bytes across all write batches before "commit needed" fires (KIP-892). Default 64 MiB. */
+  readonly uncommittedMaxBytes?: number;
+  readonly maxKeyBytes?: number;
+  readonly maxValueBytes?: number;
+}
+
+/** Process-wide owner of the database, the shared cache and the uncommitted-bytes accounting. */
+export interface StoreEngine {
+  openTask(taskId: string, stores: ReadonlyArray<{ readonly name: string; readonly partition: number }>): Promise<TaskStores>;
+  /** Fires when process-wide uncommitted bytes pass the limit; the listener should commit early. */
+  onCommitNeeded(listener: (uncommittedBytes: number) => void): () => void;
+  uncommittedBytes(): number;
+  close(): Promise<void>;
+}
