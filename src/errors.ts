@@ -23,6 +23,12 @@ export const ERROR_CODES = {
   PAGE_SIZE_EXCEEDED: 'The requested page size is above the server limit.',
   NOT_UP_TO_BOUND: 'The store did not reach the requested position bound in time.',
   NOT_STARTED: 'The runtime is not running yet.',
+  SUBSCRIPTION_OVERFLOW: 'A subscriber fell too far behind; its buffered events exceeded the limit and the subscription ended.',
+  QUERY_TOO_DEEP: 'The GraphQL operation is nested deeper than the server allows.',
+  QUERY_TOO_COSTLY: 'The GraphQL operation\'s estimated cost is above the server limit.',
+  TOO_MANY_ALIASES: 'The GraphQL operation uses more aliases than the server allows.',
+  TOO_MANY_DIRECTIVES: 'The GraphQL operation uses more directives than the server allows.',
+  TOO_MANY_TOKENS: 'The GraphQL document has more tokens than the server allows.',
   // processing and kafka
   INVALID_CONFIG: 'A configuration value is missing or invalid.',
   ILLEGAL_STATE_TRANSITION: 'A lifecycle transition that the state machine forbids.',

@@ -1,0 +1,286 @@
+/**
+ * The IQv2 engine: runs key, multi-key, range and prefix queries against the store partitions
+ * hosted here and answers per partition, as Kafka Streams' KafkaStreams#query does, with the
+ * Position each partition was served at or a typed failure. Request-level problems (unknown
+ * store, instance not running) throw IqgateErrors.
+ *
+ * Every partition is read through one ReadView (one consistent point in time). A query first
+ * settles every partition's admission (hosted? active? up to the bound, waiting if allowed),
+ * then takes the views of all admitted partitions in one synchronous step, so a multi-partition
+ * read is as close to one instant as the store allows.
+ */
+import { IqgateError } from '../errors.js';
+import type { Position } from '../store/position.js';
+import type { Bytes, KeyValue, Order, RangeOptions, ReadView } from '../store/types.js';
+import { mergeSorted } from './merge-sorted.js';
+import { partitionForKey } from './murmur2.js';
+import { isPermitted, waitForBound } from './position-bound.js';
+import type {
+  KeyLookup,
+  MergedEntry,
+  MultiKeyResult,
+  Page,
+  PageRequest,
+  PartitionFailure,
+  PartitionOutcome,
+  QueryOptions,
+  QueryType,
+  ScanSpec,
+} from './query-types.js';
+import { isServing, type LocalStorePartition, type StateProvider, type StoreDescriptor } from './state-provider.js';
+
+type Admission =
+  | { readonly ok: true; readonly partition: number; readonly local: LocalStorePartition; readonly info: string[] }
+  | { readonly ok: false; readonly partition: number; readonly failure: PartitionFailure; readonly info: string[] };
+
+interface Opened {
+  readonly partition: number;
+  readonly view: ReadView;
+  readonly info: string[];
+}
+
+export class QueryEngine {
+  constructor(private readonly provider: StateProvider) {}
+
+  /** The store's descriptor; throws NOT_STARTED or STORE_NOT_FOUND. */
+  store(name: string): StoreDescriptor {
+    const state = this.provider.instanceState();
+    if (!isServing(state)) {
+      throw new IqgateError('NOT_STARTED', `The instance is ${state}; queries are served once it is RUNNING.`, { retriable: true });
+    }
+    const store = this.provider.store(name);
+    if (store === undefined) throw new IqgateError('STORE_NOT_FOUND', `No store named "${name}".`, { details: { store: name } });
+    return store;
+  }
+
+  /** The partition a key lives in, by Kafka's default partitioner. */
+  partitionOf(store: StoreDescriptor, key: Bytes): number {
+    return partitionForKey(key, store.partitions);
+  }
+
+  /** Looks up keys; each touches only its own partition, all keys of a partition in one getMany. */
+  async getMany(options: QueryOptions, keys: readonly Bytes[]): Promise<MultiKeyResult> {
+    const store = this.store(options.store);
+    const routed = keys.map((key) => this.partitionOf(store, key));
+    const byPartition = new Map<number, number[]>();
+    routed.forEach((partition, index) => {
+      if (options.partitions !== undefined && !options.partitions.includes(partition)) return;
+      let list = byPartition.get(partition);
+      if (list === undefined) byPartition.set(partition, (list = []));
+      list.push(index);
+    });
+    const admissions = await this.admitAll(store, options, [...byPartition.keys()], 'key');
+    const opened = this.openAll(options, admissions);
+    const lookups: Array<KeyLookup | undefined> = new Array(keys.length);
+    const outcomes: PartitionOutcome[] = [];
+    const excluded: PartitionFailure = { reason: 'NOT_PRESENT', message: 'The partition was excluded by the partitions argument.' };
+
+    await Promise.all(
+      opened.map(async (entry) => {
+        const indexes = byPartition.get(entry.partition)!;
+        if ('failure' in entry) {
+          outcomes.push(outcome(entry.partition, options, entry.info, undefined, entry.failure));
+          for (const i of indexes) lookups[i] = { key: keys[i]!, partition: entry.partition, failure: entry.failure };
+          return;
+        }
+        const started = performance.now();
+        try {
+          const values = await entry.view.getMany(indexes.map((i) => keys[i]!));
+          entry.info.push(`getMany of ${indexes.length} key(s) in ${elapsed(started)}`);
+          indexes.forEach((i, j) => {
+            const value = values[j];
+            lookups[i] = value === undefined ? { key: keys[i]!, partition: entry.partition } : { key: keys[i]!, partition: entry.partition, value };
+          });
+          outcomes.push(outcome(entry.partition, options, entry.info, entry.view.position));
+        } catch (error) {
+          const failure = storeException(error);
+          for (const i of indexes) lookups[i] = { key: keys[i]!, partition: entry.partition, failure };
+          outcomes.push(outcome(entry.partition, options, entry.info, undefined, failure));
+        } finally {
+          await entry.view.close();
+        }
+      }),
+    );
+    keys.forEach((key, i) => {
+      lookups[i] ??= { key, partition: routed[i]!, failure: excluded };
+    });
+    outcomes.sort((a, b) => a.partition - b.partition);
+    return { lookups: lookups as KeyLookup[], partitions: outcomes };
+  }
+
+  /** One page of a range or prefix scan, merged across partitions in key-byte order. */
+  async page(options: QueryOptions, request: PageRequest): Promise<Page> {
+    const store = this.store(options.store);
+    const partitions = options.partitions ?? Array.from({ length: store.partitions }, (_, i) => i);
+    const admissions = await this.admitAll(store, options, partitions, request.scan.type);
+    const opened = this.openAll(options, admissions);
+    // Reading backward means iterating against the requested order, then reversing the page.
+    const iterationOrder: Order = request.direction === 'forward' ? request.order : request.order === 'asc' ? 'desc' : 'asc';
+    const bounds = scanBounds(request.scan, iterationOrder, request.cursorKey);
+    const failures = new Map<number, PartitionFailure>();
+    const views = opened.filter((entry): entry is Opened => !('failure' in entry));
+    const iterators: Array<AsyncIterableIterator<KeyValue>> = [];
+    const entries: MergedEntry[] = [];
+    let hasMore = false;
+    const started = performance.now();
+    try {
+      if (bounds !== 'empty') {
+        const sources = views.map((entry) => {
+          const iterator = entry.view.range({ ...bounds.range, order: iterationOrder, limit: request.size + 2 });
+          iterators.push(iterator);
+          const tagged = tag(iterator, entry.partition);
+          return { iterator: tagged, onError: (error: unknown) => failures.set(entry.partition, storeException(error)) };
+        });
+        const keep = (kv: MergedEntry): boolean =>
+          (bounds.exclude === undefined || !kv.key.equals(bounds.exclude)) && (bounds.prefix === undefined || startsWith(kv.key, bounds.prefix));
+        for await (const entry of mergeSorted(sources, (e) => e.key, iterationOrder === 'desc')) {
+          if (!keep(entry)) continue;
+          if (entries.length === request.size) {
+            hasMore = true;
+            break;
+          }
+          entries.push(entry);
+        }
+      }
+    } finally {
+      await Promise.all(iterators.map((it) => it.return?.()));
+      await Promise.all(views.map((entry) => entry.view.close()));
+    }
+    if (request.direction === 'backward') entries.reverse();
+    const outcomes = opened.map((entry) => {
+      if ('failure' in entry) return outcome(entry.partition, options, entry.info, undefined, entry.failure);
+      const failure = failures.get(entry.partition);
+      entry.info.push(`merged scan ${failure === undefined ? 'completed' : 'failed'} in ${elapsed(started)}`);
+      return outcome(entry.partition, options, entry.info, failure === undefined ? entry.view.position : undefined, failure);
+    });
+    return { entries, hasMore, partitions: outcomes };
+  }
+
+  /** Settles which partitions may answer: the checks of IQv2, then the (possibly waiting) bound. */
+  private admitAll(store: StoreDescriptor, options: QueryOptions, partitions: readonly number[], type: QueryType): Promise<Admission[]> {
+    return Promise.all(partitions.map((partition) => this.admit(store, options, partition, type)));
+  }
+
+  private async admit(store: StoreDescriptor, options: QueryOptions, partition: number, type: QueryType): Promise<Admission> {
+    const info: string[] = [];
+    const fail = (reason: PartitionFailure['reason'], message: string): Admission => ({ ok: false, partition, failure: { reason, message }, info });
+    if (!Number.isInteger(partition) || partition < 0 || partition >= store.partitions) {
+      return fail('DOES_NOT_EXIST', `Store ${store.name} has partitions 0..${store.partitions - 1}.`);
+    }
+    const local = this.provider.localPartition(store.name, partition);
+    if (local === undefined) return fail('NOT_PRESENT', `Partition ${partition} of ${store.name} is not hosted on this instance.`);
+    if (type !== 'key' && type !== 'range' && type !== 'prefix') return fail('UNKNOWN_QUERY_TYPE', `Unsupported query type ${String(type)}.`);
+    if (options.requireActive && !local.active) return fail('NOT_ACTIVE', `Partition ${partition} is a standby here.`);
+    const staleOk = local.taskState === 'RESTORING' && options.allowStale;
+    if (local.taskState !== 'RUNNING' && !staleOk) {
+      return fail('NOT_ACTIVE', `Task ${local.taskId} is ${local.taskState}${local.taskState === 'RESTORING' ? ' (pass allowStale to read its committed data)' : ''}.`);
+    }
+    if (options.positionBound !== undefined) {
+      const started = performance.now();
+      const reached = await waitForBound(local.store, options.readCommitted, options.positionBound, options.boundTimeoutMs);
+      info.push(`position bound ${reached ? 'reached' : 'not reached'} after ${elapsed(started)}`);
+      if (!reached) {
+        return fail('NOT_UP_TO_BOUND', `Partition ${partition} did not reach the position bound within ${options.boundTimeoutMs} ms.`);
+      }
+    }
+    return { ok: true, partition, local, info };
+  }
+
+  /** Takes every admitted partition's view in one synchronous step. */
+  private openAll(options: QueryOptions, admissions: readonly Admission[]): Array<Opened | { partition: number; failure: PartitionFailure; info: string[] }> {
+    return admissions.map((admission) => {
+      if (!admission.ok) return admission;
+      let view: ReadView;
+      try {
+        view = admission.local.store.view({ readCommitted: options.readCommitted });
+      } catch (error) {
+        return { partition: admission.partition, failure: storeException(error), info: admission.info };
+      }
+      // The position can fall back after the wait: an abort drops the uncommitted position.
+      if (options.positionBound !== undefined && !isPermitted(view.position, options.positionBound, admission.partition)) {
+        void view.close();
+        return {
+          partition: admission.partition,
+          failure: { reason: 'NOT_UP_TO_BOUND', message: `Partition ${admission.partition} fell back below the position bound.` },
+          info: admission.info,
+        };
+      }
+      admission.info.push(`${options.readCommitted ? 'committed' : 'uncommitted'} view of task ${admission.local.taskId}`);
+      return { partition: admission.partition, view, info: admission.info };
+    });
+  }
+}
+
+interface ScanBounds {
+  readonly range: Pick<RangeOptions, 'from' | 'to'>;
+  /** The cursor's key: the store range is inclusive, the cursor exclusive. */
+  readonly exclude?: Bytes;
+  /** Entries must start with it (the upper end of a prefix range is inclusive). */
+  readonly prefix?: Bytes;
+}
+
+/** Turns a scan plus an exclusive cursor into inclusive store bounds, or 'empty' when nothing can match. */
+export function scanBounds(scan: ScanSpec, iterationOrder: Order, cursorKey: Bytes | undefined): ScanBounds | 'empty' {
+  let from: Bytes | undefined;
+  let to: Bytes | undefined;
+  let prefix: Bytes | undefined;
+  if (scan.type === 'range') {
+    from = scan.from;
+    to = scan.to;
+  } else {
+    prefix = scan.prefix;
+    from = scan.prefix.length === 0 ? undefined : scan.prefix;
+    to = prefixSuccessor(scan.prefix);
+  }
+  if (cursorKey !== undefined) {
+    if (iterationOrder === 'asc') {
+      if (from === undefined || Buffer.compare(cursorKey, from) > 0) from = cursorKey;
+    } else if (to === undefined || Buffer.compare(cursorKey, to) < 0) {
+      to = cursorKey;
+    }
+  }
+  if (from !== undefined && to !== undefined && Buffer.compare(from, to) > 0) return 'empty';
+  const range: { from?: Bytes; to?: Bytes } = {};
+  if (from !== undefined) range.from = from;
+  if (to !== undefined) range.to = to;
+  return {
+    range,
+    ...(cursorKey === undefined ? {} : { exclude: cursorKey }),
+    ...(prefix === undefined || prefix.length === 0 ? {} : { prefix }),
+  };
+}
+
+/** The smallest key above every key with this prefix, or undefined when there is none (all 0xff). */
+export function prefixSuccessor(prefix: Bytes): Bytes | undefined {
+  let end = prefix.length;
+  while (end > 0 && prefix[end - 1] === 0xff) end--;
+  if (end === 0) return undefined;
+  const successor = Buffer.from(prefix.subarray(0, end));
+  successor[end - 1] = successor[end - 1]! + 1;
+  return successor;
+}
+
+function startsWith(key: Bytes, prefix: Bytes): boolean {
+  return key.length >= prefix.length && key.subarray(0, prefix.length).equals(prefix);
+}
+
+async function* tag(iterator: AsyncIterableIterator<KeyValue>, partition: number): AsyncGenerator<MergedEntry> {
+  for await (const kv of iterator) yield { key: kv.key, value: kv.value, partition };
+}
+
+function outcome(partition: number, options: QueryOptions, info: string[], position?: Position, failure?: PartitionFailure): PartitionOutcome {
+  return {
+    partition,
+    ...(position === undefined ? {} : { position }),
+    ...(failure === undefined ? {} : { failure }),
+    ...(options.executionInfo ? { executionInfo: info } : {}),
+  };
+}
+
+function storeException(error: unknown): PartitionFailure {
+  return { reason: 'STORE_EXCEPTION', message: error instanceof Error ? error.message : String(error) };
+}
+
+function elapsed(started: number): string {
+  return `${(performance.now() - started).toFixed(3)} ms`;
+}

@@ -1,0 +1,106 @@
+/**
+ * The IQv2 vocabulary of iqgate (Kafka Streams' StateQueryRequest / StateQueryResult /
+ * QueryResult / FailureReason), over byte keys. Callers (the GraphQL layer) decode their
+ * arguments into these shapes once; the engine trusts them.
+ */
+import type { Bytes, Order } from '../store/types.js';
+import type { Position } from '../store/position.js';
+
+/** Kafka Streams' FailureReason, one per partition. */
+export const FAILURE_REASONS = {
+  NOT_PRESENT: 'The partition is not hosted on this instance.',
+  NOT_ACTIVE: 'The partition is here but not active (standby, or restoring without allowStale).',
+  NOT_UP_TO_BOUND: 'The partition did not reach the position bound within the wait.',
+  UNKNOWN_QUERY_TYPE: 'The store partition does not support this query type.',
+  STORE_EXCEPTION: 'Reading the store partition failed.',
+  DOES_NOT_EXIST: 'The store has no such partition at all.',
+} as const;
+
+export type FailureReason = keyof typeof FAILURE_REASONS;
+
+export interface PartitionFailure {
+  readonly reason: FailureReason;
+  readonly message: string;
+}
+
+export type QueryType = 'key' | 'range' | 'prefix';
+
+/** Options every query takes (IQv2's StateQueryRequest knobs plus iqgate's additions). */
+export interface QueryOptions {
+  readonly store: string;
+  /** Restrict to these partitions; absent = all partitions the query may touch. */
+  readonly partitions?: readonly number[];
+  /**
+   * Each partition must have reached, for its own partition number, the bound's offsets
+   * (Kafka Streams' StoreQueryUtils.isPermitted). Absent = unbounded.
+   */
+  readonly positionBound?: Position;
+  /** How long a partition may wait for the bound before failing NOT_UP_TO_BOUND. 0 = fail at once. */
+  readonly boundTimeoutMs: number;
+  readonly requireActive: boolean;
+  /** Serve a RESTORING partition's committed data instead of failing NOT_ACTIVE. */
+  readonly allowStale: boolean;
+  readonly readCommitted: boolean;
+  readonly executionInfo: boolean;
+}
+
+/** How a partition answered: the Position it was served at, or a typed failure. */
+export interface PartitionOutcome {
+  readonly partition: number;
+  readonly position?: Position;
+  readonly failure?: PartitionFailure;
+  readonly executionInfo?: readonly string[];
+}
+
+export interface KeyLookup {
+  readonly key: Bytes;
+  readonly partition: number;
+  /** undefined when absent or when the partition failed (see `failure`). */
+  readonly value?: Bytes;
+  readonly failure?: PartitionFailure;
+}
+
+export interface MultiKeyResult {
+  /** In the order the keys were asked for. */
+  readonly lookups: readonly KeyLookup[];
+  readonly partitions: readonly PartitionOutcome[];
+}
+
+export interface RangeSpec {
+  readonly type: 'range';
+  readonly from?: Bytes;
+  readonly to?: Bytes;
+}
+
+export interface PrefixSpec {
+  readonly type: 'prefix';
+  readonly prefix: Bytes;
+}
+
+export type ScanSpec = RangeSpec | PrefixSpec;
+
+/** One page of a scan merged across partitions in key-byte order. */
+export interface PageRequest {
+  readonly scan: ScanSpec;
+  /** The order of the returned entries. */
+  readonly order: Order;
+  /** forward: entries after `cursorKey` in `order`; backward: the last ones before it. */
+  readonly direction: 'forward' | 'backward';
+  /** Exclusive: the key of the cursor the page starts after (forward) or ends before (backward). */
+  readonly cursorKey?: Bytes;
+  readonly size: number;
+}
+
+export interface MergedEntry {
+  readonly key: Bytes;
+  readonly value: Bytes;
+  readonly partition: number;
+}
+
+export interface Page {
+  /** In `order`, whatever the direction. */
+  readonly entries: readonly MergedEntry[];
+  /** More entries exist beyond the page in the direction of travel. */
+  readonly hasMore: boolean;
+  readonly partitions: readonly PartitionOutcome[];
+}

@@ -1,0 +1,52 @@
+/**
+ * The port through which the query engine sees the state of this instance. The runtime
+ * implements it over its task manager; `createStaticStateProvider` implements it over a
+ * StoreEngine's TaskStores for tests and embedding. The engine only reads through it.
+ */
+import type { KeyValueStorePartition, Serde } from '../store/types.js';
+
+/** Task states as Kafka Streams names them; only RUNNING tasks serve by default. */
+export type TaskState = 'CREATED' | 'RESTORING' | 'RUNNING' | 'SUSPENDED' | 'CLOSED';
+
+/** Instance lifecycle as the runtime reports it; queries need RUNNING (or REBALANCING). */
+export type InstanceState = 'CREATED' | 'STARTING' | 'REBALANCING' | 'RUNNING' | 'PENDING_SHUTDOWN' | 'NOT_RUNNING' | 'ERROR';
+
+/** A logical store as defined by the topology: the same on every instance. */
+export interface StoreDescriptor {
+  readonly name: string;
+  readonly keySerde: Serde<unknown>;
+  readonly valueSerde: Serde<unknown>;
+  /** Partitions of the store across the whole application (= input partitions). */
+  readonly partitions: number;
+}
+
+/** One store partition hosted here, with the state of the task that owns it. */
+export interface LocalStorePartition {
+  readonly store: KeyValueStorePartition;
+  readonly taskId: string;
+  readonly taskState: TaskState;
+  /** False for a standby replica (IQv2's requireActive fails it with NOT_ACTIVE). */
+  readonly active: boolean;
+}
+
+export interface TaskDescriptor {
+  readonly taskId: string;
+  readonly state: TaskState;
+  readonly active: boolean;
+  readonly stores: ReadonlyArray<{ readonly storeName: string; readonly partition: number }>;
+}
+
+export interface StateProvider {
+  instanceState(): InstanceState;
+  stores(): readonly StoreDescriptor[];
+  /** undefined when the topology has no store of that name. */
+  store(name: string): StoreDescriptor | undefined;
+  /** undefined when that partition is not hosted on this instance (IQv2 NOT_PRESENT). */
+  localPartition(storeName: string, partition: number): LocalStorePartition | undefined;
+  tasks(): readonly TaskDescriptor[];
+}
+
+/** True when the instance may answer queries at all. */
+export function isServing(state: InstanceState): boolean {
+  return state === 'RUNNING' || state === 'REBALANCING';
+}

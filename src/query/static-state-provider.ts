@@ -1,0 +1,102 @@
+/**
+ * A StateProvider over TaskStores opened from a StoreEngine, for tests and for embedding the
+ * query engine without the runtime. Task states and the instance state are set by the caller;
+ * every partition of a registered task is hosted here, active unless registered as standby.
+ */
+import { IqgateError } from '../errors.js';
+import type { Serde, TaskStores } from '../store/types.js';
+import type {
+  InstanceState,
+  LocalStorePartition,
+  StateProvider,
+  StoreDescriptor,
+  TaskDescriptor,
+  TaskState,
+} from './state-provider.js';
+
+export interface StaticStateProviderOptions {
+  readonly stores: ReadonlyArray<{
+    readonly name: string;
+    readonly keySerde: Serde<unknown>;
+    readonly valueSerde: Serde<unknown>;
+    readonly partitions: number;
+  }>;
+  /** Default RUNNING. */
+  readonly instanceState?: InstanceState;
+}
+
+interface TaskEntry {
+  readonly tasks: TaskStores;
+  state: TaskState;
+  readonly active: boolean;
+}
+
+export class StaticStateProvider implements StateProvider {
+  private readonly descriptors: Map<string, StoreDescriptor>;
+  private readonly taskEntries = new Map<string, TaskEntry>();
+  private state: InstanceState;
+
+  constructor(options: StaticStateProviderOptions) {
+    this.descriptors = new Map();
+    for (const store of options.stores) {
+      if (!Number.isInteger(store.partitions) || store.partitions < 1) {
+        throw new TypeError(`store ${store.name}: partitions must be a positive integer`);
+      }
+      this.descriptors.set(store.name, { ...store });
+    }
+    this.state = options.instanceState ?? 'RUNNING';
+  }
+
+  /** Hosts the store partitions of `tasks` here. Throws STORE_NOT_FOUND for an undeclared store. */
+  addTask(tasks: TaskStores, options: { state?: TaskState; active?: boolean } = {}): void {
+    for (const name of tasks.storeNames()) {
+      if (!this.descriptors.has(name)) throw new IqgateError('STORE_NOT_FOUND', `task ${tasks.taskId} has undeclared store ${name}`);
+    }
+    this.taskEntries.set(tasks.taskId, { tasks, state: options.state ?? 'RUNNING', active: options.active ?? true });
+  }
+
+  removeTask(taskId: string): void {
+    this.taskEntries.delete(taskId);
+  }
+
+  setTaskState(taskId: string, state: TaskState): void {
+    const entry = this.taskEntries.get(taskId);
+    if (entry === undefined) throw new TypeError(`unknown task ${taskId}`);
+    entry.state = state;
+  }
+
+  setInstanceState(state: InstanceState): void {
+    this.state = state;
+  }
+
+  instanceState(): InstanceState {
+    return this.state;
+  }
+
+  stores(): readonly StoreDescriptor[] {
+    return [...this.descriptors.values()];
+  }
+
+  store(name: string): StoreDescriptor | undefined {
+    return this.descriptors.get(name);
+  }
+
+  localPartition(storeName: string, partition: number): LocalStorePartition | undefined {
+    // Linear over tasks: a handful per instance in tests; the runtime keeps an index.
+    for (const [taskId, entry] of this.taskEntries) {
+      if (!entry.tasks.storeNames().includes(storeName)) continue;
+      const store = entry.tasks.store(storeName);
+      if (store.partition === partition) return { store, taskId, taskState: entry.state, active: entry.active };
+    }
+    return undefined;
+  }
+
+  tasks(): readonly TaskDescriptor[] {
+    return [...this.taskEntries.entries()].map(([taskId, entry]) => ({
+      taskId,
+      state: entry.state,
+      active: entry.active,
+      stores: entry.tasks.storeNames().map((storeName) => ({ storeName, partition: entry.tasks.store(storeName).partition })),
+    }));
+  }
+}
