@@ -1,0 +1,55 @@
+/**
+ * The GraphQL gateway as a value: a graphql-yoga server over the query engine, built without
+ * listening (main.ts, tests and benchmarks hand it to node:http, or call `yoga.fetch`).
+ * GraphiQL is on; graphql-armor bounds depth, cost, aliases, directives and tokens; each of
+ * its rejections gets a stable code; other errors are masked (mask-error.ts).
+ */
+import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import type { GraphQLError } from 'graphql';
+import { createSchema, createYoga, type YogaServerInstance } from 'graphql-yoga';
+import type { ErrorCode } from '../errors.js';
+import { QueryEngine } from '../query/query-engine.js';
+import type { GatewayContext } from './gateway-context.js';
+import { resolveGatewayOptions, type GatewayOptions } from './gateway-options.js';
+import { loadSchemaText } from './load-schema.js';
+import { maskError } from './mask-error.js';
+import { queryResolvers } from './query-resolvers.js';
+import { JSONScalar, KeyScalar, PositionScalar } from './scalars.js';
+import { subscriptionResolvers } from './subscription-resolvers.js';
+
+export type Gateway = YogaServerInstance<object, GatewayContext>;
+
+/** Tags an armor rejection with our code; armor's errors carry none. */
+function coded(code: ErrorCode) {
+  return [(_: unknown, error: GraphQLError) => {
+    (error.extensions as Record<string, unknown>).code = code;
+  }];
+}
+
+export function createGateway(gatewayOptions: GatewayOptions): Gateway {
+  const options = resolveGatewayOptions(gatewayOptions);
+  const engine = new QueryEngine(options.provider);
+  const schema = createSchema<GatewayContext>({
+    typeDefs: loadSchemaText(options.schemaPath),
+    resolvers: [{ JSON: JSONScalar, Key: KeyScalar, Position: PositionScalar }, queryResolvers, subscriptionResolvers],
+  });
+  return createYoga<object, GatewayContext>({
+    schema,
+    graphqlEndpoint: options.graphqlEndpoint,
+    graphiql: options.graphiql,
+    logging: options.logging,
+    landingPage: false,
+    maskedErrors: { maskError: (error) => maskError(error) },
+    context: () => ({ engine, provider: options.provider, options, keyLoaders: new Map() }),
+    plugins: [
+      EnvelopArmorPlugin({
+        maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },
+        costLimit: { maxCost: options.maxCost, onReject: coded('QUERY_TOO_COSTLY') },
+        maxAliases: { n: options.maxAliases, onReject: coded('TOO_MANY_ALIASES') },
+        maxDirectives: { n: options.maxDirectives, onReject: coded('TOO_MANY_DIRECTIVES') },
+        maxTokens: { n: options.maxTokens, onReject: coded('TOO_MANY_TOKENS') },
+        blockFieldSuggestion: { enabled: true },
+      }),
+    ],
+  });
+}

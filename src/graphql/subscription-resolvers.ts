@@ -1,0 +1,72 @@
+/**
+ * The `changes` subscription: a live feed from query/change-stream.ts, served by yoga over SSE.
+ */
+import { IqgateError } from '../errors.js';
+import { openChangeStream, type ChangeEvent, type ChangeSelector } from '../query/change-stream.js';
+import type { Position } from '../store/position.js';
+import type { GatewayContext } from './gateway-context.js';
+import { decodeForGraphQL, encodeKey } from './key-codec.js';
+import { rangeScan } from './query-args.js';
+
+interface ChangesArgs {
+  readonly store: string;
+  readonly keys?: readonly unknown[] | null;
+  readonly prefix?: unknown;
+  readonly from?: unknown;
+  readonly to?: unknown;
+  readonly partitions?: readonly number[] | null;
+  readonly readCommitted?: boolean | null;
+  readonly after?: Position | null;
+}
+
+export const subscriptionResolvers = {
+  Subscription: {
+    changes: {
+      subscribe(_: unknown, args: ChangesArgs, context: GatewayContext): AsyncIterableIterator<{ changes: Record<string, unknown> }> {
+        const store = context.engine.store(args.store);
+        const selectors = [args.keys != null, args.prefix != null, args.from != null || args.to != null].filter(Boolean).length;
+        if (selectors > 1) throw new IqgateError('INVALID_ARGUMENT', 'Subscribe to keys, a prefix or a range (from/to), one at a time.');
+        if (args.keys != null && args.keys.length > context.options.maxPageSize) {
+          throw new IqgateError('PAGE_SIZE_EXCEEDED', `A subscription watches at most ${context.options.maxPageSize} keys.`);
+        }
+        let selector: ChangeSelector;
+        if (args.keys != null) selector = { type: 'keys', keys: args.keys.map((key, i) => encodeKey(store.keySerde, key, `keys[${i}]`)) };
+        else if (args.prefix != null) selector = { type: 'prefix', prefix: encodeKey(store.keySerde, args.prefix, 'prefix') };
+        else selector = rangeScan(store, args.from, args.to);
+        const stream = openChangeStream(context.provider, {
+          store: store.name,
+          selector,
+          readCommitted: args.readCommitted ?? true,
+          maxBuffered: context.options.maxBufferedEvents,
+          ...(args.after == null ? {} : { after: args.after }),
+          ...(args.partitions == null ? {} : { partitions: args.partitions }),
+        });
+        const toPayload = (event: ChangeEvent): { changes: Record<string, unknown> } => ({
+          changes: {
+            key: () => decodeForGraphQL(store.keySerde, event.key),
+            value: () => (event.value === null ? null : decodeForGraphQL(store.valueSerde, event.value)),
+            deleted: event.value === null,
+            partition: event.partition,
+            committed: event.committed,
+            position: event.position,
+            resumeAfter: event.resumeAfter,
+          },
+        });
+        const mapped: AsyncIterableIterator<{ changes: Record<string, unknown> }> = {
+          next: async () => {
+            const result = await stream.next();
+            return result.done === true ? { value: undefined, done: true } : { value: toPayload(result.value), done: false };
+          },
+          return: async () => {
+            await stream.return?.();
+            return { value: undefined, done: true };
+          },
+          [Symbol.asyncIterator]() {
+            return mapped;
+          },
+        };
+        return mapped;
+      },
+    },
+  },
+};
