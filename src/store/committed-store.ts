@@ -1,0 +1,57 @@
+/**
+ * The port to the committed layer (DESIGN.md §3, layer 3). The layered store stack (cache,
+ * write batch, read views, commit protocol) is written once against this interface; the
+ * LevelDB store and the in-memory store implement it, so both engines share every semantic
+ * except durability. Keys at this port are internal latin1 strings (see sorted-map.ts).
+ */
+import type { Position } from './position.js';
+import type { RangeQuery } from './key-bounds.js';
+import type { KeyValue } from './types.js';
+
+/** What each commit stores next to a store partition's data, in the same atomic batch (KIP-1035). */
+export interface StoreMeta {
+  /** The next changelog offset to read for this store; undefined before the first commit that knew one. */
+  readonly changelogOffset: number | undefined;
+  readonly position: Position;
+}
+
+export interface CommittedWrite {
+  readonly keyspace: CommittedKeyspace;
+  /** Values, or null for deletes; keys in any order. */
+  readonly entries: Iterable<[string, Buffer | null]>;
+  readonly meta: StoreMeta;
+}
+
+export interface CommittedStore {
+  /** The keyspace of one store partition, created on first use. */
+  keyspace(storeName: string, partition: number): Promise<CommittedKeyspace>;
+  /** The metadata the last completed commit stored for (task, store). */
+  readMeta(taskId: string, storeName: string): Promise<StoreMeta | undefined>;
+  /** Writes all entries and metadata of one task as ONE atomic batch. */
+  commit(taskId: string, writes: readonly CommittedWrite[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface CommittedKeyspace {
+  readonly storeName: string;
+  readonly partition: number;
+  /** Latest committed value, synchronously (the processing path). */
+  getSync(key: string): Buffer | undefined;
+  /** A point-in-time snapshot, taken synchronously; its position is the one stored with its data. */
+  snapshot(taskId: string): CommittedSnapshot;
+}
+
+export interface CommittedSnapshot {
+  readonly position: Position;
+  get(key: string): Buffer | undefined;
+  getMany(keys: readonly string[]): Promise<Array<Buffer | undefined>>;
+  /** Entries in range order; must be closed (the view closes cursors it still holds). */
+  cursor(query: RangeQuery): CommittedCursor;
+  close(): Promise<void>;
+}
+
+export interface CommittedCursor {
+  /** The next chunk of entries (keys without any keyspace prefix), or undefined at the end. */
+  next(): Promise<readonly KeyValue[] | undefined>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,315 @@
+/**
+ * The committed store on LevelDB (`level` 10 / classic-level 3): one database per state
+ * directory, a keyspace per store partition (level-key-layout.ts), and per task the changelog
+ * offsets and committed Position in the SAME chained batch as the data (KIP-1035), with
+ * sync:false — a killed process loses no acknowledged batch and never shows half of one
+ * (LEVEL-NOTES §1).
+ *
+ * Hot paths follow LEVEL-NOTES §3: getSync with pre-normalised options (an options object
+ * whose encodings differ from the defaults is cloned on every call), chained batches (each
+ * put goes native at once), nextv with highWaterMarkBytes sized for the chunk.
+ */
+import { Level } from 'level';
+import { IqgateError } from '../errors.js';
+import { Position } from './position.js';
+import type { RangeQuery } from './key-bounds.js';
+import {
+  DATA_PREFIX_BYTES,
+  FORMAT_KEY,
+  FORMAT_VALUE,
+  MAX_STORE_ID,
+  STORE_ID_KEY_PREFIX,
+  dataKey,
+  dataPrefix,
+  prefixEnd,
+  storeIdKey,
+  taskMetaKey,
+} from './level-key-layout.js';
+import { storeClosedError, toStoreError } from './store-errors.js';
+import type {
+  CommittedCursor,
+  CommittedKeyspace,
+  CommittedSnapshot,
+  CommittedStore,
+  CommittedWrite,
+  StoreMeta,
+} from './committed-store.js';
+import type { KeyValue } from './types.js';
+
+type Db = Level<Buffer, Buffer>;
+type LevelSnapshot = ReturnType<Db['snapshot']>;
+
+const ENCODINGS = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
+const CURSOR_CHUNK = 1000;
+/** ≥ chunk × typical entry size, so one nextv() call fills a chunk (LEVEL-NOTES §3). */
+const HIGH_WATER_MARK_BYTES = 128 * 1024;
+
+interface StoredMeta {
+  changelogOffset?: number;
+  position: Record<string, Record<string, number>>;
+}
+
+function encodeMeta(meta: StoreMeta): Buffer {
+  const stored: StoredMeta = { position: meta.position.toJSON() };
+  if (meta.changelogOffset !== undefined) stored.changelogOffset = meta.changelogOffset;
+  return Buffer.from(JSON.stringify(stored), 'utf8');
+}
+
+function decodeMeta(bytes: Buffer | undefined): StoreMeta | undefined {
+  if (bytes === undefined) return undefined;
+  try {
+    const stored = JSON.parse(bytes.toString('utf8')) as StoredMeta;
+    return { changelogOffset: stored.changelogOffset, position: Position.fromJSON(stored.position) };
+  } catch (error) {
+    throw new IqgateError('DECODE_FAILED', 'stored store metadata is corrupt', { cause: error });
+  }
+}
+
+export class LevelCommittedStore implements CommittedStore {
+  private readonly storeIds = new Map<string, number>();
+  private nextStoreId = 1;
+  /** Scratch buffer for synchronous lookups: getSync copies the key before returning. */
+  private scratch = Buffer.allocUnsafe(256);
+
+  private constructor(readonly db: Db) {}
+
+  static async open(directory: string): Promise<LevelCommittedStore> {
+    const db: Db = new Level<Buffer, Buffer>(directory, ENCODINGS);
+    try {
+      await db.open();
+    } catch (error) {
+      throw new IqgateError('STORE_EXCEPTION', `cannot open the state directory ${directory}: ${(error as Error).message}`, {
+        cause: error,
+        details: { directory },
+      });
+    }
+    const store = new LevelCommittedStore(db);
+    try {
+      const format = await db.get(FORMAT_KEY);
+      if (format === undefined) await db.put(FORMAT_KEY, FORMAT_VALUE);
+      else if (!format.equals(FORMAT_VALUE)) {
+        throw new IqgateError('STORE_EXCEPTION', `unknown state directory format "${format.toString()}"`, { details: { directory } });
+      }
+      for await (const [key, value] of db.iterator({ gte: STORE_ID_KEY_PREFIX, lt: prefixEnd(STORE_ID_KEY_PREFIX) })) {
+        const id = value.readUInt16BE(0);
+        store.storeIds.set(key.subarray(STORE_ID_KEY_PREFIX.length).toString('utf8'), id);
+        store.nextStoreId = Math.max(store.nextStoreId, id + 1);
+      }
+    } catch (error) {
+      await db.close();
+      throw toStoreError(error, `opening ${directory}`);
+    }
+    return store;
+  }
+
+  checkOpen(): void {
+    if (this.db.status !== 'open') throw storeClosedError('store engine');
+  }
+
+  async keyspace(storeName: string, partition: number): Promise<CommittedKeyspace> {
+    this.checkOpen();
+    if (storeName.includes('\u0000')) throw new TypeError('store names may not contain NUL');
+    let id = this.storeIds.get(storeName);
+    if (id === undefined) {
+      if (this.nextStoreId > MAX_STORE_ID) throw new IqgateError('STORE_EXCEPTION', `more than ${MAX_STORE_ID} stores`);
+      id = this.nextStoreId++;
+      this.storeIds.set(storeName, id);
+      const value = Buffer.alloc(2);
+      value.writeUInt16BE(id, 0);
+      try {
+        await this.db.put(storeIdKey(storeName), value);
+      } catch (error) {
+        throw toStoreError(error, `registering store ${storeName}`);
+      }
+    }
+    return new LevelKeyspace(this, storeName, partition, dataPrefix(id, partition));
+  }
+
+  async readMeta(taskId: string, storeName: string): Promise<StoreMeta | undefined> {
+    this.checkOpen();
+    let bytes: Buffer | undefined;
+    try {
+      bytes = await this.db.get(taskMetaKey(taskId, storeName));
+    } catch (error) {
+      throw toStoreError(error, `reading metadata of task ${taskId}`);
+    }
+    return decodeMeta(bytes);
+  }
+
+  async commit(taskId: string, writes: readonly CommittedWrite[]): Promise<void> {
+    this.checkOpen();
+    const batch = this.db.batch();
+    try {
+      for (const write of writes) {
+        const keyspace = write.keyspace as LevelKeyspace;
+        for (const [key, value] of write.entries) {
+          if (value === null) batch.del(dataKey(keyspace.prefix, key));
+          else batch.put(dataKey(keyspace.prefix, key), value);
+        }
+        batch.put(keyspace.metaKey(taskId), encodeMeta(write.meta));
+      }
+      await batch.write();
+    } catch (error) {
+      // Idempotent; releases the native batch if write() was never reached.
+      await batch.close().catch(() => {});
+      throw toStoreError(error, `commit of task ${taskId}`);
+    }
+  }
+
+  /** The prefixed key in the shared scratch buffer, valid until the next call. */
+  scratchKey(prefix: Buffer, key: string): Buffer {
+    const length = DATA_PREFIX_BYTES + key.length;
+    if (this.scratch.length < length) this.scratch = Buffer.allocUnsafe(Math.max(length, this.scratch.length * 2));
+    prefix.copy(this.scratch, 0);
+    this.scratch.write(key, DATA_PREFIX_BYTES, 'latin1');
+    return this.scratch.subarray(0, length);
+  }
+
+  async close(): Promise<void> {
+    // Closing the database also closes every snapshot and iterator still open.
+    await this.db.close();
+  }
+}
+
+class LevelKeyspace implements CommittedKeyspace {
+  private readonly metaKeys = new Map<string, Buffer>();
+  readonly end: Buffer;
+
+  constructor(
+    readonly store: LevelCommittedStore,
+    readonly storeName: string,
+    readonly partition: number,
+    readonly prefix: Buffer,
+  ) {
+    this.end = prefixEnd(prefix);
+  }
+
+  metaKey(taskId: string): Buffer {
+    let key = this.metaKeys.get(taskId);
+    if (key === undefined) {
+      key = taskMetaKey(taskId, this.storeName);
+      this.metaKeys.set(taskId, key);
+    }
+    return key;
+  }
+
+  getSync(key: string): Buffer | undefined {
+    try {
+      // No options: abstract-level's dedicated fast path; the database defaults are buffers.
+      return this.store.db.getSync(this.store.scratchKey(this.prefix, key));
+    } catch (error) {
+      throw toStoreError(error, `store ${this.storeName}`);
+    }
+  }
+
+  snapshot(taskId: string): CommittedSnapshot {
+    let snapshot: LevelSnapshot;
+    try {
+      snapshot = this.store.db.snapshot();
+    } catch (error) {
+      throw toStoreError(error, `store ${this.storeName}`);
+    }
+    try {
+      const options = { snapshot, ...ENCODINGS };
+      // The Position stored in the same batch as the data this snapshot sees (KIP-1035).
+      const meta = decodeMeta(this.store.db.getSync(this.metaKey(taskId), options));
+      return new LevelSnapshotView(this, snapshot, options, meta?.position ?? Position.empty());
+    } catch (error) {
+      void snapshot.close();
+      throw toStoreError(error, `store ${this.storeName}`);
+    }
+  }
+}
+
+class LevelSnapshotView implements CommittedSnapshot {
+  private closed = false;
+
+  constructor(
+    private readonly keyspace: LevelKeyspace,
+    private readonly snapshot: LevelSnapshot,
+    private readonly options: { readonly snapshot: LevelSnapshot; readonly keyEncoding: 'buffer'; readonly valueEncoding: 'buffer' },
+    readonly position: Position,
+  ) {}
+
+  private checkOpen(): void {
+    if (this.closed) throw storeClosedError('read view');
+  }
+
+  get(key: string): Buffer | undefined {
+    this.checkOpen();
+    try {
+      return this.keyspace.store.db.getSync(this.keyspace.store.scratchKey(this.keyspace.prefix, key), this.options);
+    } catch (error) {
+      throw toStoreError(error, `store ${this.keyspace.storeName}`);
+    }
+  }
+
+  async getMany(keys: readonly string[]): Promise<Array<Buffer | undefined>> {
+    this.checkOpen();
+    try {
+      return await this.keyspace.store.db.getMany(
+        keys.map((key) => dataKey(this.keyspace.prefix, key)),
+        this.options,
+      );
+    } catch (error) {
+      throw toStoreError(error, `store ${this.keyspace.storeName}`);
+    }
+  }
+
+  cursor(query: RangeQuery): CommittedCursor {
+    this.checkOpen();
+    const { prefix } = this.keyspace;
+    const { bounds } = query;
+    const range: { gte: Buffer; lte?: Buffer; lt?: Buffer } = {
+      gte: bounds.gte === undefined ? prefix : dataKey(prefix, bounds.gte),
+    };
+    if (bounds.lte !== undefined) range.lte = dataKey(prefix, bounds.lte);
+    else range.lt = bounds.lt !== undefined ? dataKey(prefix, bounds.lt) : this.keyspace.end;
+    let iterator: ReturnType<Db['iterator']>;
+    try {
+      iterator = this.keyspace.store.db.iterator({
+        ...range,
+        ...this.options,
+        reverse: query.reverse,
+        limit: query.limit === Infinity ? -1 : query.limit,
+        highWaterMarkBytes: HIGH_WATER_MARK_BYTES,
+      });
+    } catch (error) {
+      throw toStoreError(error, `store ${this.keyspace.storeName}`);
+    }
+    const chunkSize = Math.min(CURSOR_CHUNK, query.limit);
+    let done = false;
+    return {
+      next: async () => {
+        if (done) return undefined;
+        let entries: Array<[Buffer, Buffer]>;
+        try {
+          entries = (await iterator.nextv(chunkSize)) as Array<[Buffer, Buffer]>;
+        } catch (error) {
+          throw toStoreError(error, `store ${this.keyspace.storeName}`);
+        }
+        if (entries.length === 0) {
+          done = true;
+          return undefined;
+        }
+        const chunk = new Array<KeyValue>(entries.length);
+        for (let i = 0; i < entries.length; i++) {
+          const [key, value] = entries[i]!;
+          chunk[i] = { key: key.subarray(DATA_PREFIX_BYTES), value };
+        }
+        return chunk;
+      },
+      close: async () => {
+        done = true;
+        await iterator.close();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // After the database closed, the snapshot is already released.
+    await this.snapshot.close().catch(() => {});
+  }
+}

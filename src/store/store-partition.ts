@@ -1,0 +1,278 @@
+/**
+ * One partition of one store: the record cache's NamedCache over the write batch over the
+ * committed keyspace (DESIGN.md §3). Writes land in the cache (Kafka Streams'
+ * CachingKeyValueStore); cache flushes move dirty entries to the write batch and hand them to
+ * the task's flush listeners (in Kafka Streams the ChangeLoggingKeyValueBytesStore below the
+ * cache); commit moves the batch to the committed store (KIP-892).
+ *
+ * While a commit is in flight its batch stays readable as the `committing` layer: LevelDB
+ * makes a batch visible to new snapshots before `write()` resolves (LEVEL-NOTES, Recommended
+ * layout), so uncommitted reads keep seeing it in memory, above the committed store.
+ */
+import { IqgateError } from '../errors.js';
+import { Position } from './position.js';
+import { LayeredReadView } from './read-view.js';
+import { fromInternalKey, toInternalKey } from './sorted-map.js';
+import { storeClosedError } from './store-errors.js';
+import { WriteBatch } from './write-batch.js';
+import type { CommittedKeyspace, CommittedWrite, StoreMeta } from './committed-store.js';
+import type { MemoryLayer } from './merge-range.js';
+import { NamedCache, type CacheEntry, type RecordCache } from './record-cache.js';
+import type { ResolvedStoreOptions } from './store-options.js';
+import type {
+  Bytes,
+  Change,
+  FlushedChange,
+  KeyValueStorePartition,
+  ReadView,
+  RecordSource,
+  StoreChangeListener,
+} from './types.js';
+import type { UncommittedBudget } from './uncommitted-budget.js';
+
+export interface StorePartitionContext {
+  readonly taskId: string;
+  readonly storeName: string;
+  readonly partition: number;
+  readonly keyspace: CommittedKeyspace;
+  readonly cache: RecordCache;
+  readonly budget: UncommittedBudget;
+  readonly options: ResolvedStoreOptions;
+  readonly meta: StoreMeta | undefined;
+  /** Hands flushed entries to the task's flush listeners. */
+  readonly emitFlush: (changes: readonly FlushedChange[]) => void;
+}
+
+/** A prepared commit of this partition: the write, and how to settle it. */
+export interface PreparedCommit {
+  readonly write: CommittedWrite;
+  complete(): void;
+  fail(): void;
+}
+
+export class StorePartition implements KeyValueStorePartition {
+  readonly storeName: string;
+  readonly partition: number;
+  readonly named: NamedCache;
+  private batch = new WriteBatch();
+  private committing: WriteBatch | undefined;
+  /** The Position the in-flight commit stores. */
+  private committingPos: Position | undefined;
+  private committedPos: Position;
+  private uncommittedPos: Position;
+  private offset: number | undefined;
+  private readonly listeners = new Set<StoreChangeListener>();
+  private closed = false;
+  private readonly cache: RecordCache;
+  private readonly budget: UncommittedBudget;
+  private readonly maxKeyBytes: number;
+  private readonly maxValueBytes: number;
+
+  constructor(private readonly context: StorePartitionContext) {
+    this.storeName = context.storeName;
+    this.partition = context.partition;
+    this.cache = context.cache;
+    this.budget = context.budget;
+    this.maxKeyBytes = context.options.maxKeyBytes;
+    this.maxValueBytes = context.options.maxValueBytes;
+    this.committedPos = context.meta?.position.copy() ?? Position.empty();
+    this.uncommittedPos = this.committedPos.copy();
+    this.offset = context.meta?.changelogOffset;
+    this.named = new NamedCache(`${context.taskId}/${context.storeName}/${context.partition}`, (entries) =>
+      this.onCacheFlush(entries),
+    );
+  }
+
+  get changelogOffset(): number | undefined {
+    return this.offset;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw storeClosedError(`store ${this.storeName} partition ${this.partition}`);
+  }
+
+  private checkKey(key: Bytes): void {
+    if (!Buffer.isBuffer(key)) throw new TypeError('key must be a Buffer');
+    if (key.length > this.maxKeyBytes) {
+      throw new IqgateError('KEY_TOO_LARGE', `key of ${key.length} bytes exceeds maxKeyBytes ${this.maxKeyBytes}`, {
+        details: { store: this.storeName, bytes: key.length, limit: this.maxKeyBytes },
+      });
+    }
+  }
+
+  get(key: Bytes): Bytes | undefined {
+    this.checkOpen();
+    if (!Buffer.isBuffer(key)) throw new TypeError('key must be a Buffer');
+    const k = toInternalKey(key);
+    const cached = this.cache.get(this.named, k);
+    if (cached !== undefined) return cached.value ?? undefined;
+    let value = this.batch.get(k);
+    if (value === undefined && this.committing !== undefined) value = this.committing.get(k);
+    if (value === undefined) value = this.context.keyspace.getSync(k);
+    if (value === null || value === undefined) return undefined;
+    this.cache.putClean(this.named, k, key, value);
+    return value;
+  }
+
+  put(key: Bytes, value: Bytes, source: RecordSource): void {
+    this.checkOpen();
+    this.checkKey(key);
+    if (!Buffer.isBuffer(value)) throw new TypeError('value must be a Buffer');
+    if (value.length > this.maxValueBytes) {
+      throw new IqgateError(
+        'VALUE_TOO_LARGE',
+        `value of ${value.length} bytes exceeds maxValueBytes ${this.maxValueBytes}`,
+        { details: { store: this.storeName, bytes: value.length, limit: this.maxValueBytes } },
+      );
+    }
+    this.write(key, value, source);
+  }
+
+  delete(key: Bytes, source: RecordSource): void {
+    this.checkOpen();
+    this.checkKey(key);
+    this.write(key, null, source);
+  }
+
+  private write(key: Bytes, value: Bytes | null, source: RecordSource): void {
+    this.uncommittedPos.advance(source.topic, source.partition, source.offset);
+    this.cache.putDirty(this.named, toInternalKey(key), key, value, source);
+    this.budget.check();
+  }
+
+  /** Dirty cache entries, in write order, reach the write batch and the flush listeners. */
+  private onCacheFlush(entries: readonly CacheEntry[]): void {
+    let delta = 0;
+    const changes: FlushedChange[] = new Array(entries.length);
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
+      delta += this.batch.set(entry.key, entry.value);
+      changes[i] = {
+        storeName: this.storeName,
+        partition: this.partition,
+        key: entry.keyBytes,
+        value: entry.value,
+        source: entry.source!,
+      };
+    }
+    this.budget.add(delta);
+    if (this.listeners.size > 0) {
+      this.emit({ kind: 'uncommitted', changes, position: this.uncommittedPos.copy() });
+    }
+    this.context.emitFlush(changes);
+  }
+
+  view(options: { readonly readCommitted: boolean }): ReadView {
+    this.checkOpen();
+    const snapshot = this.context.keyspace.snapshot(this.context.taskId);
+    if (options.readCommitted) {
+      return new LayeredReadView(this.storeName, this.partition, true, snapshot.position, [], snapshot);
+    }
+    // Same synchronous tick as the snapshot: O(1) copy-on-write clones of the memory layers.
+    const layers: MemoryLayer[] = [];
+    if (this.named.dirtySorted.size > 0) layers.push(this.named.dirtySorted.clone());
+    if (this.batch.size > 0) layers.push(this.batch.snapshot());
+    if (this.committing !== undefined && this.committing.size > 0) layers.push(this.committing.snapshot());
+    return new LayeredReadView(this.storeName, this.partition, false, this.uncommittedPos.copy(), layers, snapshot);
+  }
+
+  committedPosition(): Position {
+    return this.committedPos.copy();
+  }
+
+  uncommittedPosition(): Position {
+    return this.uncommittedPos.copy();
+  }
+
+  subscribe(listener: StoreChangeListener): () => void {
+    this.checkOpen();
+    // Wrapped so that subscribing the same function twice gives two subscriptions.
+    const wrapped: StoreChangeListener = (event) => listener(event);
+    this.listeners.add(wrapped);
+    return () => this.listeners.delete(wrapped);
+  }
+
+  private emit(event: Parameters<StoreChangeListener>[0]): void {
+    for (const listener of this.listeners) listener(event);
+  }
+
+  /** Bytes this partition holds uncommitted: dirty cache entries, write batch, in-flight batch. */
+  uncommittedBytes(): number {
+    return this.named.dirtyBytes + this.batch.bytes + (this.committing?.bytes ?? 0);
+  }
+
+  flushCache(): void {
+    this.cache.flush(this.named);
+  }
+
+  /** Freezes the write batch as the in-flight commit; new writes go to a fresh batch. */
+  prepareCommit(changelogOffset: number | undefined): PreparedCommit {
+    const committing = this.batch;
+    this.batch = new WriteBatch();
+    this.committing = committing;
+    const position = this.uncommittedPos.copy();
+    this.committingPos = position;
+    const offset = changelogOffset ?? this.offset;
+    return {
+      write: { keyspace: this.context.keyspace, entries: committing.entries(), meta: { changelogOffset: offset, position } },
+      complete: () => {
+        this.committing = undefined;
+        this.committingPos = undefined;
+        this.budget.add(-committing.bytes);
+        this.committedPos = position;
+        this.offset = offset;
+        if (this.listeners.size > 0) {
+          const changes: Change[] = [];
+          for (const [key, value] of committing.entries()) changes.push({ key: fromInternalKey(key), value });
+          this.emit({ kind: 'committed', changes, position: position.copy() });
+        }
+      },
+      fail: () => {
+        // Nothing was written: put the frozen batch back under anything written since.
+        this.committing = undefined;
+        this.committingPos = undefined;
+        let delta = -committing.bytes;
+        for (const [key, value] of committing.entries()) {
+          if (this.batch.get(key) === undefined) delta += this.batch.set(key, value);
+        }
+        this.budget.add(delta);
+      },
+    };
+  }
+
+  /** Changelog records applied straight to the committed store: prepared like a commit. */
+  prepareRestore(changes: readonly Change[], nextChangelogOffset: number, position: Position): PreparedCommit {
+    const restoredPos = this.committedPos.copy().merge(position);
+    const entries: Array<[string, Buffer | null]> = changes.map((change) => [toInternalKey(change.key), change.value]);
+    this.cache.dropClean(this.named);
+    return {
+      write: { keyspace: this.context.keyspace, entries, meta: { changelogOffset: nextChangelogOffset, position: restoredPos } },
+      complete: () => {
+        this.cache.dropClean(this.named);
+        this.committedPos = restoredPos;
+        this.uncommittedPos.merge(position);
+        this.offset = nextChangelogOffset;
+        if (this.listeners.size > 0) {
+          this.emit({ kind: 'committed', changes: [...changes], position: restoredPos.copy() });
+        }
+      },
+      fail: () => {},
+    };
+  }
+
+  /** Drops everything uncommitted (abort, close): cache entries, write batch, uncommitted Position. */
+  dropUncommitted(): void {
+    this.cache.drop(this.named);
+    this.budget.add(-this.batch.bytes);
+    this.batch = new WriteBatch();
+    // With a commit in flight, its position is where the store will be once it lands.
+    this.uncommittedPos = (this.committingPos ?? this.committedPos).copy();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.dropUncommitted();
+    this.closed = true;
+    this.listeners.clear();
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * The write batch: the transaction buffer of one store partition (KIP-892's transaction
+ * buffer, in the role Kafka Streams gives RocksDB's WriteBatchWithIndex). A sorted map of
+ * key → value, or null for a tombstone that masks the committed store, holding everything
+ * flushed since the last commit, with byte accounting. Commit writes it as one atomic batch;
+ * abort drops it.
+ */
+import { ENTRY_OVERHEAD_BYTES } from './store-options.js';
+import { createSortedMap, type SortedMap } from './sorted-map.js';
+
+export type BatchValue = Buffer | null;
+
+export function entryBytes(key: string, value: BatchValue): number {
+  return key.length + (value === null ? 0 : value.length) + ENTRY_OVERHEAD_BYTES;
+}
+
+export class WriteBatch {
+  private tree: SortedMap<BatchValue> = createSortedMap<BatchValue>();
+  private byteCount = 0;
+
+  /** Sets a value or tombstone; returns the change in accounted bytes. */
+  set(key: string, value: BatchValue): number {
+    const previous = this.tree.get(key);
+    const delta = entryBytes(key, value) - (previous === undefined ? 0 : entryBytes(key, previous));
+    this.tree.set(key, value);
+    this.byteCount += delta;
+    return delta;
+  }
+
+  /** The value, null for a tombstone, undefined when this batch does not know the key. */
+  get(key: string): BatchValue | undefined {
+    return this.tree.get(key);
+  }
+
+  get bytes(): number {
+    return this.byteCount;
+  }
+
+  get size(): number {
+    return this.tree.size;
+  }
+
+  /** O(1) copy-on-write snapshot for a read view: later writes to the batch do not show in it. */
+  snapshot(): SortedMap<BatchValue> {
+    return this.tree.clone();
+  }
+
+  entries(): IterableIterator<[string, BatchValue]> {
+    return this.tree.entries();
+  }
+}
