@@ -12,7 +12,11 @@ export interface GatewayOptions {
   readonly defaultPageSize?: number;
   /** Longest boundTimeoutMs a request may ask for. Default 30 000. */
   readonly maxBoundTimeoutMs?: number;
-  /** graphql-armor limits. Defaults: depth 8, cost 5000, aliases 30, directives 20, tokens 2000. */
+  /**
+   * graphql-armor limits. Defaults: depth 8, aliases 30, directives 20, tokens 2000, and cost
+   * 100 × maxPageSize: armor multiplies a field's cost by a literal first/last, so one full
+   * page of entries (cost ≈ 40 × its size) passes while many aliased full pages do not.
+   */
   readonly maxDepth?: number;
   readonly maxCost?: number;
   readonly maxAliases?: number;
@@ -39,7 +43,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     defaultPageSize: options.defaultPageSize ?? 100,
     maxBoundTimeoutMs: options.maxBoundTimeoutMs ?? 30_000,
     maxDepth: options.maxDepth ?? 8,
-    maxCost: options.maxCost ?? 5000,
+    maxCost: options.maxCost ?? 100 * (options.maxPageSize ?? 1000),
     maxAliases: options.maxAliases ?? 30,
     maxDirectives: options.maxDirectives ?? 20,
     maxTokens: options.maxTokens ?? 2000,
