@@ -1,0 +1,34 @@
+/**
+ * Helpers for integration tests that talk to the real broker: its address, unique names, and
+ * a kafkajs client whose clean-up the test owns. Tests may use kafkajs directly to observe
+ * the broker (that is what they test); production code reaches Kafka only through src/kafka/.
+ */
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import kafkajs from 'kafkajs';
+
+export function kafkaBrokers(): string[] {
+  return inject('kafkaBrokers').split(',');
+}
+
+/** A name no other test (or earlier run) uses: random topics, groups and transactional ids. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+export function testKafka(clientId = uniqueName('test')): kafkajs.Kafka {
+  return new kafkajs.Kafka({
+    clientId,
+    brokers: kafkaBrokers(),
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
+}
+
+/** Resolves when `predicate` holds, checking every `intervalMs`; rejects after `timeoutMs`. */
+export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 30_000, intervalMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
