@@ -12,6 +12,8 @@ export default defineConfig({
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
           testTimeout: 20_000,
+          // unit first, then integration (vitest needs distinct groups when maxWorkers differ)
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -25,6 +27,7 @@ export default defineConfig({
           // Integration files share one broker; running them two at a time keeps a
           // 2-core machine responsive and the broker's coordinators unhurried.
           maxWorkers: 2,
+          sequence: { groupOrder: 1 },
         },
       },
     ],
