@@ -7,9 +7,10 @@
  */
 import sortedBtree from 'sorted-btree';
 
-// sorted-btree is CommonJS with `exports.default`; under Node ESM the default import is the
-// whole exports object.
-const BTree = sortedBtree.default;
+// sorted-btree is CommonJS with `exports.default`. Under Node ESM the default import is the
+// whole exports object; bundlers with interop (vite/vitest) hand over the class itself.
+const imported = sortedBtree as unknown as typeof sortedBtree.default | typeof sortedBtree;
+const BTree = typeof imported === 'function' ? imported : imported.default;
 
 export type SortedMap<V> = InstanceType<typeof BTree<string, V>>;
 
