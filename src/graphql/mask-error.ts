@@ -3,25 +3,46 @@
  * `extensions.code`; GraphQLErrors that already carry a code pass unchanged; everything else
  * (bugs, driver failures) becomes "Unexpected error." with code INTERNAL_SERVER_ERROR, so no
  * stack or internal message leaks.
+ *
+ * Errors are recognised by shape, not `instanceof`: graphql ships both an ESM and a CJS build,
+ * and yoga may construct its GraphQLErrors from the other copy (the dual-package hazard).
  */
 import { GraphQLError } from 'graphql';
-import { isIqgateError } from '../errors.js';
+import { IqgateError, type ErrorCode } from '../errors.js';
+
+interface GraphQLErrorLike extends Error {
+  readonly originalError?: unknown;
+  readonly path?: ReadonlyArray<string | number>;
+  readonly nodes?: GraphQLError['nodes'];
+  readonly extensions: Record<string, unknown>;
+}
+
+function isGraphQLErrorLike(error: unknown): error is GraphQLErrorLike {
+  return error instanceof Error && error.name === 'GraphQLError' && typeof (error as { extensions?: unknown }).extensions === 'object';
+}
+
+function isCoded(error: unknown): error is IqgateError {
+  return error instanceof Error && error.name === 'IqgateError' && typeof (error as { code?: unknown }).code === 'string';
+}
 
 export function maskError(error: unknown): Error {
-  const original = error instanceof GraphQLError ? error.originalError : error;
-  const path = error instanceof GraphQLError ? (error.path ?? null) : null;
-  const nodes = error instanceof GraphQLError ? (error.nodes ?? null) : null;
-  if (isIqgateError(original)) {
+  const graphqlError = isGraphQLErrorLike(error) ? error : undefined;
+  const original = graphqlError !== undefined ? graphqlError.originalError : error;
+  const path = graphqlError?.path ?? null;
+  const nodes = graphqlError?.nodes ?? null;
+  if (isCoded(original)) {
+    const code: ErrorCode = original.code;
+    const details = original instanceof IqgateError ? original.details : {};
     return new GraphQLError(original.message, {
       nodes,
       path,
-      extensions: { code: original.code, retriable: original.retriable, ...(Object.keys(original.details).length > 0 ? { details: original.details } : {}) },
+      extensions: { code, retriable: original.retriable, ...(Object.keys(details).length > 0 ? { details } : {}) },
     });
   }
-  if (error instanceof GraphQLError && (original === undefined || original === null || original instanceof GraphQLError)) {
-    if (typeof error.extensions.code === 'string') return error;
-    if (original instanceof GraphQLError && typeof original.extensions.code === 'string') {
-      return new GraphQLError(error.message, { nodes, path, extensions: { ...original.extensions } });
+  if (graphqlError !== undefined && (original == null || isGraphQLErrorLike(original))) {
+    if (typeof graphqlError.extensions.code === 'string') return graphqlError;
+    if (isGraphQLErrorLike(original) && typeof original.extensions.code === 'string') {
+      return new GraphQLError(graphqlError.message, { nodes, path, extensions: { ...original.extensions } });
     }
   }
   return new GraphQLError('Unexpected error.', { nodes, path, extensions: { code: 'INTERNAL_SERVER_ERROR' } });

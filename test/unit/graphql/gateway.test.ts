@@ -1,0 +1,117 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- GraphQL responses are untyped JSON; the assertions are what check their shape. */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
+import { createFixture, gql, type Fetch, type Fixture } from './gateway-fixture.js';
+import {
+  checkBadInput,
+  checkBounds,
+  checkIsolation,
+  checkKeyTyping,
+  checkPagination,
+  checkSubscriptions,
+  seedIsolation,
+  type Client,
+} from './gateway-scenarios.js';
+
+let f: Fixture;
+let client: Client;
+
+beforeEach(async () => {
+  f = await createFixture(createInMemoryStoreEngine(), { partitions: 4 });
+  client = { fetch: f.gateway.fetch as Fetch, url: 'http://gateway.test/graphql' };
+});
+
+afterEach(async () => {
+  await f.close();
+});
+
+describe('the GraphQL gateway through yoga.fetch', () => {
+  it('answers every query type from the committed view by default and from the uncommitted one on request, never showing aborted data', async () => {
+    await seedIsolation(f);
+    await checkIsolation(client);
+  });
+
+  it('takes and returns keys in the natural GraphQL form of each serde', async () => {
+    await checkKeyTyping(f, client);
+  });
+
+  it('pages over 4 partitions returning every key exactly once in order, forward and backward, pinned to the first page', async () => {
+    await checkPagination(f, client, 45);
+  });
+
+  it('serves reached bounds, fails unreached ones at once, and waits for a commit when asked to', async () => {
+    await checkBounds(f, client);
+  });
+
+  it('streams committed changes over SSE in order and resumes after a position', async () => {
+    await checkSubscriptions(f, client);
+  });
+
+  it('rejects bad input with coded errors and keeps serving', async () => {
+    await checkBadInput(f, client);
+  });
+
+  it('batches the keys of one request into one getMany per partition', async () => {
+    for (let i = 0; i < 12; i++) f.put('words', `b${i}`, i);
+    await f.commit();
+    const calls: number[] = [];
+    for (const task of f.tasks) {
+      const store = task.store('words');
+      const view = store.view.bind(store);
+      store.view = (options) => {
+        const v = view(options);
+        const getMany = v.getMany.bind(v);
+        return Object.assign(Object.create(v) as typeof v, {
+          getMany: (keys: readonly Buffer[]) => {
+            calls.push(keys.length);
+            return getMany(keys);
+          },
+        });
+      };
+    }
+    const fields = Array.from({ length: 12 }, (_, i) => `k${i}: get(store: "words", key: "b${i}") { value }`).join(' ');
+    const result: any = await gql(client.fetch, client.url, `{ ${fields} many: getMany(store: "words", keys: ["b0", "b5"]) { entries { value } } }`);
+    expect(result.errors).toBeUndefined();
+    expect(result.data.k7.value).toBe(7);
+    const touched = new Set(Array.from({ length: 12 }, (_, i) => f.partitionOf('words', `b${i}`)));
+    expect(calls).toHaveLength(touched.size);
+    expect(calls.reduce((a, b) => a + b, 0)).toBe(12);
+  });
+
+  it('reports per-partition failures and positions in results', async () => {
+    for (let i = 0; i < 20; i++) f.put('words', `f${i}`, i);
+    await f.commit();
+    f.provider.removeTask('0_1');
+    const result: any = await gql(client.fetch, client.url, `{
+      range(store: "words", partitions: [0, 1, 7]) { edges { node { partition } } partitions { partition position failure { reason } } }
+    }`);
+    expect(result.data.range.partitions.map((p: any) => [p.partition, p.failure?.reason ?? null])).toEqual([
+      [0, null],
+      [1, 'NOT_PRESENT'],
+      [7, 'DOES_NOT_EXIST'],
+    ]);
+    expect(result.data.range.partitions[0].position).toEqual({ input: { '0': expect.any(Number) } });
+    expect(result.data.range.edges.every((e: any) => e.node.partition === 0)).toBe(true);
+  });
+
+  it('masks unexpected errors and answers NOT_STARTED before the instance runs', async () => {
+    f.provider.setInstanceState('STARTING');
+    const notStarted = await gql(client.fetch, client.url, '{ get(store: "words", key: "a") { value } }');
+    expect(notStarted.errors?.[0]?.extensions?.code).toBe('NOT_STARTED');
+    f.provider.setInstanceState('RUNNING');
+    f.tasks[0]!.store('words').view = () => {
+      throw new Error('secret internal detail');
+    };
+    const broken: any = await gql(client.fetch, client.url, '{ range(store: "words") { partitions { partition failure { reason message } } } }');
+    expect(broken.data.range.partitions[0].failure.reason).toBe('STORE_EXCEPTION');
+    const status: any = await gql(client.fetch, client.url, '{ instance { state serving stores tasks } tasks { id state active stores { store partition } } }');
+    expect(status.data.instance).toEqual({ state: 'RUNNING', serving: true, stores: 5, tasks: 4 });
+    expect(status.data.tasks[0].stores).toContainEqual({ store: 'words', partition: 0 });
+  });
+
+  it('serves GraphiQL to browsers', async () => {
+    const response = await f.gateway.fetch('http://gateway.test/graphql', { headers: { accept: 'text/html' } });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('GraphiQL');
+  });
+});
