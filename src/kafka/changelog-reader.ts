@@ -1,0 +1,113 @@
+/**
+ * Reads changelog partitions for restore without a consumer group (KAFKAJS-NOTES §4 option B):
+ * kafkajs has no assign(), so we use its Cluster — reachable from the public API, because a
+ * partition assigner factory receives it — and send Fetch requests at read_committed ourselves.
+ * Responses are wrapped in kafkajs' own `Batch`, which drops control records and the records of
+ * aborted transactions; `lastOffset()` still counts them, so the position moves past markers.
+ *
+ * A separate Cluster (its own sockets) keeps restores from queueing behind the group
+ * consumer's long polls. One read loop per partition; no fetch sessions (kafkajs sends none).
+ */
+import { createRequire } from 'node:module';
+import { PartitionAssigners, type Cluster, type Kafka, type KafkaMessage } from 'kafkajs';
+import type { ChangelogChunk, ChangelogReaderPort, TopicPartition } from '../processing/ports.js';
+import { toInputRecord } from './group-consumer.js';
+import { toIqgateError } from './kafka-errors.js';
+
+interface KafkajsBatch {
+  readonly messages: KafkaMessage[];
+  lastOffset(): string;
+  isEmptyIncludingFiltered(): boolean;
+}
+type BatchConstructor = new (topic: string, fetchedOffset: string, partitionData: unknown) => KafkajsBatch;
+
+const require = createRequire(import.meta.url);
+// Deep import: kafkajs has no `exports` map, so its Batch resolves (KAFKAJS-NOTES §4 option B).
+const Batch = require('kafkajs/src/consumer/batch') as BatchConstructor;
+const READ_COMMITTED = 1;
+
+interface FetchPartition { partition: number; errorCode: number; highWatermark: string }
+interface FetchResponse { responses: Array<{ topicName: string; partitions: FetchPartition[] }> }
+
+export class KafkaChangelogReader implements ChangelogReaderPort {
+  private readonly cluster: Cluster;
+  private connected: Promise<void> | null = null;
+  private readonly holder: { consumer: { disconnect(): Promise<void> } };
+
+  constructor(kafka: Kafka, clientTag: string, private readonly maxBytes = 4 * 1024 * 1024) {
+    let captured: Cluster | null = null;
+    // The assigner factory runs inside kafka.consumer() and hands us that consumer's Cluster;
+    // the consumer itself is never run or connected.
+    const consumer = kafka.consumer({
+      groupId: `${clientTag}-restore-unused`,
+      partitionAssigners: [(config) => {
+        captured = config.cluster;
+        return PartitionAssigners.roundRobin(config);
+      }],
+    });
+    this.holder = { consumer };
+    if (captured === null) throw new TypeError('kafkajs did not hand the cluster to the assigner factory');
+    this.cluster = captured;
+  }
+
+  private async ready(): Promise<void> {
+    this.connected ??= this.cluster.connect().catch((error: unknown) => {
+      this.connected = null;
+      throw toIqgateError(error, 'connect changelog reader');
+    });
+    await this.connected;
+  }
+
+  async read(tp: TopicPartition, from: number, end: number, onChunk: (chunk: ChangelogChunk) => Promise<void>): Promise<void> {
+    await this.ready();
+    let position = from;
+    let failures = 0;
+    while (position < end) {
+      let batch: KafkajsBatch;
+      try {
+        await this.cluster.addTargetTopic(tp.topic);
+        const leaders = this.cluster.findLeaderForPartitions(tp.topic, [tp.partition]);
+        const nodeId = Object.keys(leaders)[0];
+        if (nodeId === undefined) throw new Error(`no leader for ${tp.topic}/${tp.partition}`);
+        const broker = await this.cluster.findBroker({ nodeId });
+        const response = await broker.fetch({
+          isolationLevel: READ_COMMITTED,
+          maxWaitTime: 100,
+          minBytes: 1,
+          maxBytes: this.maxBytes,
+          topics: [{ topic: tp.topic, partitions: [{ partition: tp.partition, fetchOffset: String(position), maxBytes: this.maxBytes }] }],
+        }) as FetchResponse;
+        const partitionData = response.responses.find((r) => r.topicName === tp.topic)?.partitions.find((p) => p.partition === tp.partition);
+        if (partitionData === undefined) throw new Error(`no data for ${tp.topic}/${tp.partition} in fetch response`);
+        batch = new Batch(tp.topic, String(position), partitionData);
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        if (failures > 10) throw toIqgateError(error, `restore fetch ${tp.topic}/${tp.partition}@${position}`);
+        // Leader moves and transient errors: refresh metadata and retry with a short back-off.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 50 * 2 ** failures)));
+        await this.cluster.refreshMetadata().catch(() => undefined);
+        continue;
+      }
+      if (batch.isEmptyIncludingFiltered()) {
+        // Nothing visible at or after `position` below the LSO: the range up to `end` (an LSO taken
+        // earlier) holds nothing more. lastOffset() would be HW−1 here, which may lie past an open
+        // transaction, so it is not used.
+        position = end;
+        await onChunk({ records: [], nextOffset: position });
+        continue;
+      }
+      // Every record of a read_committed fetch lies below the current LSO, so all are committed,
+      // even those at or past `end`: apply them all and continue after the last (markers included).
+      const records = batch.messages.map((m) => toInputRecord(tp.topic, tp.partition, m));
+      position = Math.max(position + 1, Number(batch.lastOffset()) + 1);
+      await onChunk({ records, nextOffset: position });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.connected !== null) await this.cluster.disconnect().catch(() => undefined);
+    this.connected = null;
+    void this.holder;
+  }
+}

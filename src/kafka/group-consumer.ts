@@ -1,0 +1,131 @@
+/**
+ * The application's group consumer on kafkajs (GroupConsumerPort).
+ *
+ * - read_committed, autoCommit off, eachBatchAutoResolve off: offsets are resolved by hand once
+ *   the task manager has taken a batch (KAFKAJS-NOTES §2: without resolveOffset the same records
+ *   are re-fetched forever, #1665). Resolving `batch.lastOffset()` also moves past a trailing
+ *   commit marker, which kafkajs filters out of `messages` (#403).
+ * - Stale batches (a seek is pending for the partition) are dropped unresolved: a seek made in
+ *   the assignment callback must win over batches fetched before it.
+ * - The assignment is learned from GROUP_JOIN (the full assignment, synchronous listener, before
+ *   the next fetch: KAFKAJS-NOTES §1 "Hooks"); REBALANCING is the only early warning.
+ * - maxWaitTimeInMs is short: while every partition is paused, kafkajs sleeps that long per
+ *   fetch, and long polls are awaited before a rejoin (KAFKAJS-NOTES §1 caveat b).
+ */
+import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
+import type { ConsumerHandlers, GroupConsumerPort, InputRecord, TopicPartition, TopicPartitionOffset } from '../processing/ports.js';
+import { toIqgateError } from './kafka-errors.js';
+import { taskAssigner } from './task-assigner.js';
+
+export interface GroupConsumerOptions {
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  /** Source topics of each sub-topology, for the task-aware assigner. */
+  readonly taskGroups: ReadonlyArray<readonly string[]>;
+  readonly sessionTimeoutMs?: number;
+  readonly heartbeatIntervalMs?: number;
+  readonly rebalanceTimeoutMs?: number;
+  readonly maxWaitTimeMs?: number;
+  readonly maxBytesPerPartition?: number;
+}
+
+export function toInputRecord(topic: string, partition: number, message: KafkaMessage): InputRecord {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(message.headers ?? {})) {
+    if (value === undefined) continue;
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined) headers[name] = first.toString();
+  }
+  return {
+    topic,
+    partition,
+    offset: Number(message.offset),
+    key: message.key ?? null,
+    value: message.value ?? null,
+    timestamp: Number(message.timestamp),
+    headers,
+  };
+}
+
+export class KafkaGroupConsumer implements GroupConsumerPort {
+  private readonly consumer: Consumer;
+  private stopped = false;
+
+  constructor(kafka: Kafka, private readonly options: GroupConsumerOptions) {
+    this.consumer = kafka.consumer({
+      groupId: options.groupId,
+      readUncommitted: false,
+      partitionAssigners: [taskAssigner(options.taskGroups)],
+      sessionTimeout: options.sessionTimeoutMs ?? 30_000,
+      heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
+      rebalanceTimeout: options.rebalanceTimeoutMs ?? 60_000,
+      maxWaitTimeInMs: options.maxWaitTimeMs ?? 200,
+      maxBytesPerPartition: options.maxBytesPerPartition ?? 1_048_576,
+      allowAutoTopicCreation: false,
+      retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
+    });
+  }
+
+  async run(handlers: ConsumerHandlers): Promise<void> {
+    const c = this.consumer;
+    c.on(c.events.GROUP_JOIN, (event) => {
+      const assignment: TopicPartition[] = [];
+      for (const [topic, partitions] of Object.entries(event.payload.memberAssignment)) {
+        for (const partition of partitions) assignment.push({ topic, partition });
+      }
+      handlers.onAssignment(assignment);
+    });
+    c.on(c.events.REBALANCING, () => handlers.onRebalancing());
+    c.on(c.events.CRASH, (event) => {
+      if (!event.payload.restart && !this.stopped) handlers.onCrash(event.payload.error);
+    });
+    try {
+      await c.connect();
+      await c.subscribe({ topics: [...this.options.topics], fromBeginning: true });
+      await c.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: 1,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+          if (!isRunning() || isStale()) return;
+          const records = batch.messages.map((m) => toInputRecord(batch.topic, batch.partition, m));
+          if (handlers.onBatch({ topic: batch.topic, partition: batch.partition }, records)) resolveOffset(batch.lastOffset());
+          await heartbeat();
+        },
+      });
+    } catch (error) {
+      throw toIqgateError(error, `consumer of group ${this.options.groupId}`);
+    }
+  }
+
+  pause(partitions: readonly TopicPartition[]): void {
+    if (partitions.length > 0) this.consumer.pause(group(partitions));
+  }
+
+  resume(partitions: readonly TopicPartition[]): void {
+    if (partitions.length > 0) this.consumer.resume(group(partitions));
+  }
+
+  seek(position: TopicPartitionOffset): void {
+    this.consumer.seek({ topic: position.topic, partition: position.partition, offset: String(position.offset) });
+  }
+
+  async commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
+    try {
+      await this.consumer.commitOffsets(offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: String(o.offset) })));
+    } catch (error) {
+      throw toIqgateError(error, 'commit offsets');
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.consumer.disconnect();
+  }
+}
+
+function group(partitions: readonly TopicPartition[]): Array<{ topic: string; partitions: number[] }> {
+  const byTopic = new Map<string, number[]>();
+  for (const tp of partitions) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition]);
+  return [...byTopic].map(([topic, ps]) => ({ topic, partitions: ps }));
+}

@@ -1,0 +1,114 @@
+/**
+ * AdminPort on the kafkajs admin client.
+ * End offsets: `fetchTopicOffsets` answers `high` from ListOffsets v2+, which defaults to
+ * READ_COMMITTED on the admin client, so `high` is the last stable offset — Kafka's
+ * read_committed `endOffsets` (KAFKAJS-NOTES §4 "Getting the end offset").
+ */
+import type { Admin, Kafka } from 'kafkajs';
+import { IqgateError } from '../errors.js';
+import type { AdminPort, TopicSpec } from '../processing/ports.js';
+import { toIqgateError } from './kafka-errors.js';
+
+export class KafkaAdmin implements AdminPort {
+  private readonly admin: Admin;
+  private connecting: Promise<void> | null = null;
+
+  constructor(kafka: Kafka) {
+    this.admin = kafka.admin({ retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 } });
+  }
+
+  private async ready(): Promise<Admin> {
+    this.connecting ??= this.admin.connect().catch((error: unknown) => {
+      this.connecting = null;
+      throw toIqgateError(error, 'connect admin');
+    });
+    await this.connecting;
+    return this.admin;
+  }
+
+  async partitionCounts(topics: readonly string[]): Promise<Map<string, number>> {
+    const admin = await this.ready();
+    try {
+      const existing = new Set(await admin.listTopics());
+      const missing = topics.filter((t) => !existing.has(t));
+      if (missing.length > 0) {
+        throw new IqgateError('TOPIC_NOT_FOUND', `topics not found: ${missing.join(', ')}`, { retriable: true, details: { missing } });
+      }
+      const metadata = await admin.fetchTopicMetadata({ topics: [...topics] });
+      return new Map(metadata.topics.map((t) => [t.name, t.partitions.length]));
+    } catch (error) {
+      throw toIqgateError(error, 'read topic metadata');
+    }
+  }
+
+  async ensureTopics(specs: readonly TopicSpec[]): Promise<void> {
+    if (specs.length === 0) return;
+    const admin = await this.ready();
+    try {
+      const existing = new Set(await admin.listTopics());
+      const missing = specs.filter((s) => !existing.has(s.topic));
+      if (missing.length > 0) {
+        await admin.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((s) => ({
+            topic: s.topic,
+            numPartitions: s.partitions,
+            configEntries: s.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
+          })),
+        });
+      }
+      const present = specs.filter((s) => existing.has(s.topic));
+      if (present.length > 0) {
+        const metadata = await admin.fetchTopicMetadata({ topics: present.map((s) => s.topic) });
+        for (const t of metadata.topics) {
+          const spec = present.find((s) => s.topic === t.name);
+          if (spec !== undefined && t.partitions.length !== spec.partitions) {
+            throw new IqgateError('INVALID_CONFIG', `internal topic ${t.name} has ${t.partitions.length} partitions, expected ${spec.partitions}`);
+          }
+        }
+      }
+    } catch (error) {
+      // A concurrent instance may have created it meanwhile: that is fine.
+      if ((error as { type?: string }).type === 'TOPIC_ALREADY_EXISTS') return;
+      throw toIqgateError(error, 'create internal topics');
+    }
+  }
+
+  async committedOffsets(groupId: string, topic: string): Promise<Map<number, number>> {
+    const admin = await this.ready();
+    try {
+      const [answer] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const result = new Map<number, number>();
+      for (const p of answer?.partitions ?? []) {
+        const offset = Number(p.offset);
+        if (offset >= 0) result.set(p.partition, offset);
+      }
+      return result;
+    } catch (error) {
+      throw toIqgateError(error, `fetch committed offsets of ${groupId}`);
+    }
+  }
+
+  async beginningOffsets(topic: string): Promise<Map<number, number>> {
+    const admin = await this.ready();
+    try {
+      return new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.low)]));
+    } catch (error) {
+      throw toIqgateError(error, `fetch offsets of ${topic}`);
+    }
+  }
+
+  async endOffsets(topic: string): Promise<Map<number, number>> {
+    const admin = await this.ready();
+    try {
+      return new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+    } catch (error) {
+      throw toIqgateError(error, `fetch offsets of ${topic}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.connecting !== null) await this.admin.disconnect();
+    this.connecting = null;
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * A task-aware partition assigner: all partitions of one task (the same partition number of
+ * every co-partitioned source topic of a sub-topology) go to the same member, spread
+ * round-robin over members sorted by id. kafkajs' RoundRobinAssigner interleaves topic-partitions
+ * and would split a task across members. Custom assigners: KAFKAJS-NOTES §3.
+ */
+import { AssignerProtocol, type PartitionAssigner } from 'kafkajs';
+
+export const TASK_ASSIGNER_NAME = 'IqgateTaskAssigner';
+
+/** `taskGroups`: the source topics of each sub-topology. */
+export function taskAssigner(taskGroups: ReadonlyArray<readonly string[]>): PartitionAssigner {
+  return ({ cluster }) => ({
+    name: TASK_ASSIGNER_NAME,
+    version: 0,
+    async assign({ members }) {
+      const memberIds = members.map((m) => m.memberId).sort();
+      const assignment = new Map<string, Record<string, number[]>>(memberIds.map((id) => [id, {}]));
+      let i = 0;
+      for (const topics of taskGroups) {
+        const partitions = Math.max(0, ...topics.map((t) => cluster.findTopicPartitionMetadata(t).length));
+        for (let p = 0; p < partitions; p += 1) {
+          const member = memberIds[i % memberIds.length];
+          i += 1;
+          if (member === undefined) continue;
+          const target = assignment.get(member) ?? {};
+          for (const topic of topics) (target[topic] ??= []).push(p);
+        }
+      }
+      return memberIds.map((memberId) => ({
+        memberId,
+        memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment: assignment.get(memberId) ?? {}, userData: Buffer.alloc(0) }),
+      }));
+    },
+    protocol({ topics }) {
+      return { name: TASK_ASSIGNER_NAME, metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }) };
+    },
+  });
+}

@@ -1,0 +1,143 @@
+/**
+ * The ports through which processing/ talks to Kafka (DESIGN.md §2). src/kafka/ implements
+ * them on kafkajs; the unit tests implement them in memory. Nothing here knows kafkajs.
+ */
+export interface TopicPartition {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+export interface TopicPartitionOffset extends TopicPartition {
+  /** The next offset to read (Kafka's committed-offset convention). */
+  readonly offset: number;
+}
+
+export type Headers = Readonly<Record<string, string>>;
+
+export interface InputRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly timestamp: number;
+  readonly headers: Headers;
+}
+
+export interface OutputRecord {
+  readonly topic: string;
+  /** Absent: the producer's default (murmur2) partitioner chooses from the key. */
+  readonly partition?: number;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers?: Headers;
+  readonly timestamp?: number;
+}
+
+/** Where records of one send landed: the last offset written to each partition. */
+export interface SendResult {
+  readonly topic: string;
+  readonly partition: number;
+  readonly lastOffset: number;
+}
+
+export interface ConsumerHandlers {
+  /**
+   * A fetched batch of one partition, in offset order. Return true once the records are taken
+   * (the adapter then resolves the batch, control records included); false leaves the fetch
+   * position where it was (the partition should be paused or sought by then).
+   */
+  onBatch(tp: TopicPartition, records: readonly InputRecord[]): boolean;
+  /**
+   * The full new assignment after a (re)join. Called synchronously before the next fetch, so
+   * pause/seek calls made here apply to it (KAFKAJS-NOTES §1 "Hooks").
+   */
+  onAssignment(assignment: readonly TopicPartition[]): void;
+  /** A rebalance has started (eager protocol: every partition is about to be re-assigned). */
+  onRebalancing(): void;
+  /** The consumer stopped for good (non-retriable error or retries exhausted). */
+  onCrash(error: unknown): void;
+}
+
+/** The application's group consumer (read_committed, manual offsets). */
+export interface GroupConsumerPort {
+  run(handlers: ConsumerHandlers): Promise<void>;
+  pause(partitions: readonly TopicPartition[]): void;
+  resume(partitions: readonly TopicPartition[]): void;
+  /** Sets the fetch position without committing anything. */
+  seek(position: TopicPartitionOffset): void;
+  /** Plain (non-transactional) offset commit, for at-least-once. */
+  commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * One task's producer. Under exactly-once it is transactional with the task's own
+ * transactionalId (fencing per task: KAFKAJS-NOTES §2, no KIP-447 group fencing in kafkajs);
+ * under at-least-once it is a plain idempotent producer.
+ */
+export interface TaskProducer {
+  readonly transactionalId: string | null;
+  /**
+   * InitProducerId: fences older producers with this transactionalId and completes or aborts
+   * their open transaction. Must finish before the task reads committed offsets or restores.
+   */
+  init(): Promise<void>;
+  /** Sends inside the open transaction (beginning one if needed). Resolves once all are acknowledged. */
+  send(records: readonly OutputRecord[]): Promise<SendResult[]>;
+  /** Exactly-once: adds the input offsets to the open transaction (TxnOffsetCommit for the application's group). */
+  sendOffsets(inputOffsets: readonly TopicPartitionOffset[]): Promise<void>;
+  /** Exactly-once: commits the open transaction. At-least-once: a no-op. */
+  commit(): Promise<void>;
+  /** Aborts the open transaction, if any. */
+  abort(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ProducerFactoryPort {
+  create(transactionalId: string | null): TaskProducer;
+  close(): Promise<void>;
+}
+
+export interface TopicSpec {
+  readonly topic: string;
+  readonly partitions: number;
+  readonly compacted: boolean;
+}
+
+export interface AdminPort {
+  /** Partition count of each topic; throws IqgateError TOPIC_NOT_FOUND naming the missing ones. */
+  partitionCounts(topics: readonly string[]): Promise<Map<string, number>>;
+  /** Creates missing topics; an existing topic with another partition count is INVALID_CONFIG. */
+  ensureTopics(specs: readonly TopicSpec[]): Promise<void>;
+  /** The group's committed offsets for `topic` (partition → next offset; absent = none). */
+  committedOffsets(groupId: string, topic: string): Promise<Map<number, number>>;
+  /** Earliest offset of each partition (where to start when nothing is committed). */
+  beginningOffsets(topic: string): Promise<Map<number, number>>;
+  /** The read_committed end (last stable offset) of each partition. */
+  endOffsets(topic: string): Promise<Map<number, number>>;
+  close(): Promise<void>;
+}
+
+export interface ChangelogChunk {
+  /** Committed data records only (control and aborted records filtered out). */
+  readonly records: readonly InputRecord[];
+  /** The offset to continue from (past any control records). */
+  readonly nextOffset: number;
+}
+
+/** Reads a changelog partition outside the group (kafkajs has no assign(): KAFKAJS-NOTES §4). */
+export interface ChangelogReaderPort {
+  /** Reads [from, end) under read_committed, chunk by chunk; resolves when nextOffset ≥ end. */
+  read(tp: TopicPartition, from: number, end: number, onChunk: (chunk: ChangelogChunk) => Promise<void>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Everything the runtime needs from Kafka, built by src/kafka/. */
+export interface KafkaPorts {
+  readonly consumer: GroupConsumerPort;
+  readonly producers: ProducerFactoryPort;
+  readonly admin: AdminPort;
+  readonly changelogReader: ChangelogReaderPort;
+  close(): Promise<void>;
+}

@@ -1,0 +1,63 @@
+/**
+ * Processing options with their defaults, in one place, validated once at start-up (the edge
+ * validates, the inside trusts). Names follow Kafka Streams' configs where one exists.
+ */
+import { z } from 'zod';
+import { IqgateError } from '../errors.js';
+
+export const errorPolicySchema = z.enum(['fail', 'skip', 'dead-letter']);
+/**
+ * What to do with a record that cannot be deserialized or whose processing throws
+ * (Kafka Streams' DeserializationExceptionHandler / ProcessingExceptionHandler):
+ * - `fail`: stop the runtime with the error; nothing of the open transaction is committed;
+ * - `skip`: log and continue after the record;
+ * - `dead-letter`: send the raw record (with error headers) to the dead-letter topic inside the
+ *   same transaction, then continue.
+ */
+export type ErrorPolicy = z.infer<typeof errorPolicySchema>;
+
+export const processingOptionsSchema = z.object({
+  /** Kafka Streams' application.id: the group id, and the prefix of internal topics and transactional ids. */
+  applicationId: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ - only'),
+  /** processing.guarantee. */
+  processingGuarantee: z.enum(['exactly_once', 'at_least_once']).default('exactly_once'),
+  /** commit.interval.ms; default 100 under exactly-once and 5000 under at-least-once (Kafka Streams: 100 / 30000). */
+  commitIntervalMs: z.number().int().positive().optional(),
+  /** Records buffered per task before its partitions are paused (buffered.records.per.partition). */
+  maxBufferedRecordsPerTask: z.number().int().positive().default(1000),
+  /** Longest synchronous processing slice before yielding to I/O, timers and queries. */
+  processingSliceMs: z.number().positive().default(5),
+  /** Control operations (task open/close, commits) running at once. */
+  maxConcurrentControlOps: z.number().int().positive().default(64),
+  deserializationErrors: errorPolicySchema.default('fail'),
+  processingErrors: errorPolicySchema.default('fail'),
+  /** Dead-letter topic; default `<applicationId>-dlq`. Created with 1 partition if missing. */
+  deadLetterTopic: z.string().optional(),
+  /** How long a fenced task waits for a rebalance before it tries to take its partition back. */
+  fencedRetryMs: z.number().int().positive().default(10_000),
+  /** Start-up back-off (broker unreachable, topic missing): first delay and cap. */
+  startupRetryInitialMs: z.number().int().positive().default(500),
+  startupRetryMaxMs: z.number().int().positive().default(30_000),
+  /** Give up start-up after this many attempts (default: retry until stopped). */
+  startupMaxAttempts: z.number().int().positive().optional(),
+});
+
+export type ProcessingOptionsInput = z.input<typeof processingOptionsSchema>;
+
+export interface ProcessingOptions extends Omit<z.output<typeof processingOptionsSchema>, 'commitIntervalMs' | 'deadLetterTopic'> {
+  readonly commitIntervalMs: number;
+  readonly deadLetterTopic: string;
+}
+
+export function parseProcessingOptions(input: ProcessingOptionsInput): ProcessingOptions {
+  const parsed = processingOptionsSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new IqgateError('INVALID_CONFIG', `invalid processing options: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, { cause: parsed.error });
+  }
+  const o = parsed.data;
+  return {
+    ...o,
+    commitIntervalMs: o.commitIntervalMs ?? (o.processingGuarantee === 'exactly_once' ? 100 : 5000),
+    deadLetterTopic: o.deadLetterTopic ?? `${o.applicationId}-dlq`,
+  };
+}

@@ -1,0 +1,445 @@
+/**
+ * One task: one partition of one sub-topology (co-partitioned source topics share it). It owns
+ * its store partitions (TaskStores), its producer and transaction, its input position, and a
+ * small inbox of fetched records. Processing is synchronous (processors and store reads are
+ * sync); only the commit awaits I/O, and while a task commits, it alone stops processing.
+ *
+ * Commit protocol (DESIGN.md §4), exactly-once:
+ *   1. flush the record cache → write batch; changelog + sink records go out in the transaction;
+ *   2. the input offsets are added to the transaction; 3. the Kafka transaction commits;
+ *   4. one atomic store commit of the write batch, the changelog offsets and the Position.
+ * A crash before 3 aborts the transaction (the next InitProducerId does it) and leaves the store
+ * untouched; a crash between 3 and 4 leaves the stored changelog offset behind, and restore
+ * replays the committed tail. Neither path wipes a store.
+ */
+import type { Change, FlushedChange, RecordSource, TaskStores } from '../store/types.js';
+import { IqgateError } from '../errors.js';
+import type { InputRecord, OutputRecord, TaskProducer, TopicPartition, TopicPartitionOffset } from './ports.js';
+import type { ErrorPolicy } from './processing-options.js';
+import type { ProcessorContext, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
+import { SOURCE_HEADERS } from './topic-names.js';
+import { transition, type TaskState } from './task-state.js';
+
+/** The points of the commit protocol, in order; a crash hook can stop the process at each. */
+export const COMMIT_STEPS = ['after-flush', 'after-send', 'after-send-offsets', 'after-kafka-commit', 'after-store-commit'] as const;
+export type CommitStep = (typeof COMMIT_STEPS)[number];
+
+export interface TaskLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+  info(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface StreamTaskConfig {
+  readonly id: string;
+  readonly partition: number;
+  readonly topology: Topology;
+  /** Source node names of this task's sub-topology, by resolved topic name. */
+  readonly sourcesByTopic: ReadonlyMap<string, readonly string[]>;
+  /** Resolved topic of each sink node. */
+  readonly sinkTopics: ReadonlyMap<string, string>;
+  /** store name → changelog topic, for this task's stores. */
+  readonly changelogTopics: ReadonlyMap<string, string>;
+  readonly exactlyOnce: boolean;
+  readonly deserializationErrors: ErrorPolicy;
+  readonly processingErrors: ErrorPolicy;
+  readonly deadLetterTopic: string;
+  /** At-least-once: the plain consumer offset commit. */
+  readonly commitInputOffsets: (offsets: readonly TopicPartitionOffset[]) => Promise<void>;
+  readonly onCommitStep?: (step: CommitStep, taskId: string) => void;
+  readonly logger: TaskLogger;
+}
+
+/** A record that the `fail` policy turns into a runtime failure. */
+export class FatalTaskError extends IqgateError {}
+
+export interface CommitOutcome {
+  readonly committed: boolean;
+  readonly records: number;
+  readonly durationMs: number;
+}
+
+export class StreamTask {
+  state: TaskState = 'CREATED';
+  readonly id: string;
+  readonly partition: number;
+  readonly sourcePartitions: readonly TopicPartition[];
+  producer: TaskProducer | null = null;
+  stores: TaskStores | null = null;
+  /** Set once the assignment no longer includes this task: it takes no more records. */
+  revoked = false;
+  committing = false;
+  lastCommitAt = 0;
+  /** Next input offset expected per source topic (the consumed position, committed at the next commit). */
+  readonly nextOffsets = new Map<string, number>();
+
+  private inbox: InputRecord[] = [];
+  private inboxHead = 0;
+  /** Records processed in the open transaction, kept to replay them after a processor error. */
+  private txnRecords: InputRecord[] = [];
+  private skipOffsets = new Set<string>();
+  private pendingOutput: OutputRecord[] = [];
+  private dirty = false;
+  private current: RecordSource = { topic: '', partition: 0, offset: 0 };
+  private currentTimestamp = 0;
+  private readonly contexts = new Map<string, ProcessorContext>();
+  private readonly typedStores = new Map<string, TypedStore<unknown, unknown>>();
+  private readonly storeOfChangelog = new Map<string, string>();
+  private unsubscribeFlush: (() => void) | null = null;
+
+  constructor(private readonly config: StreamTaskConfig) {
+    this.id = config.id;
+    this.partition = config.partition;
+    this.sourcePartitions = [...config.sourcesByTopic.keys()].map((topic) => ({ topic, partition: config.partition }));
+    for (const [store, topic] of config.changelogTopics) this.storeOfChangelog.set(topic, store);
+  }
+
+  transitionTo(to: TaskState): void {
+    this.state = transition(this.id, this.state, to);
+  }
+
+  /** Attaches the opened stores and producer (on open, or again after re-initialisation). */
+  attach(producer: TaskProducer, stores: TaskStores): void {
+    this.producer = producer;
+    this.stores = stores;
+    this.typedStores.clear();
+    this.unsubscribeFlush?.();
+    this.unsubscribeFlush = stores.onFlush((changes) => this.onFlushed(changes));
+  }
+
+  detach(): { producer: TaskProducer | null; stores: TaskStores | null } {
+    const detached = { producer: this.producer, stores: this.stores };
+    this.unsubscribeFlush?.();
+    this.unsubscribeFlush = null;
+    this.producer = null;
+    this.stores = null;
+    this.dropUncommitted();
+    return detached;
+  }
+
+  /** Starts processing at the committed input offsets; drops whatever was buffered. */
+  startAt(offsets: ReadonlyMap<string, number>, now: number): void {
+    this.nextOffsets.clear();
+    for (const [topic, offset] of offsets) this.nextOffsets.set(topic, offset);
+    this.inbox = [];
+    this.inboxHead = 0;
+    this.lastCommitAt = now;
+  }
+
+  /**
+   * Takes fetched records. Records before the expected offset are dropped: after a rebalance
+   * kafkajs re-reads retained partitions from the broker-committed offset (KAFKAJS-NOTES §2),
+   * which is behind our position while a transaction is open.
+   */
+  enqueue(records: readonly InputRecord[]): void {
+    for (const record of records) {
+      const expected = this.nextOffsets.get(record.topic);
+      const queuedLast = this.lastQueuedOffset(record.topic);
+      if (expected !== undefined && record.offset < expected) continue;
+      if (queuedLast !== undefined && record.offset <= queuedLast) continue;
+      this.inbox.push(record);
+    }
+  }
+
+  private lastQueuedOffset(topic: string): number | undefined {
+    for (let i = this.inbox.length - 1; i >= this.inboxHead; i -= 1) {
+      const record = this.inbox[i];
+      if (record !== undefined && record.topic === topic) return record.offset;
+    }
+    return undefined;
+  }
+
+  buffered(): number {
+    return this.inbox.length - this.inboxHead;
+  }
+
+  hasUncommitted(): boolean {
+    return this.dirty;
+  }
+
+  canProcess(): boolean {
+    return this.state === 'RUNNING' && !this.committing && !this.revoked && this.buffered() > 0;
+  }
+
+  uncommittedBytes(): number {
+    return this.stores?.uncommittedBytes() ?? 0;
+  }
+
+  /**
+   * Processes buffered records until `deadline` (ms, from `clock`) or `maxRecords`. Returns the
+   * number processed. A processor error under skip/dead-letter rolls the task back to its last
+   * commit and replays the transaction's records without the bad one, so nothing of a failed
+   * record is ever committed half-way; under `fail` it throws FatalTaskError.
+   */
+  processSome(maxRecords: number, deadline: number, clock: () => number): number {
+    let processed = 0;
+    while (processed < maxRecords && this.inboxHead < this.inbox.length) {
+      const record = this.inbox[this.inboxHead] as InputRecord;
+      this.inboxHead += 1;
+      this.runRecord(record);
+      processed += 1;
+      if ((processed & 15) === 0 && clock() >= deadline) break;
+    }
+    if (this.inboxHead > 1024 && this.inboxHead * 2 > this.inbox.length) {
+      this.inbox = this.inbox.slice(this.inboxHead);
+      this.inboxHead = 0;
+    }
+    return processed;
+  }
+
+  private runRecord(record: InputRecord): void {
+    try {
+      this.processRecord(record);
+      this.txnRecords.push(record);
+    } catch (error) {
+      if (error instanceof FatalTaskError) throw error;
+      this.onProcessorError(record, error);
+    }
+    this.nextOffsets.set(record.topic, record.offset + 1);
+    this.dirty = true;
+  }
+
+  private processRecord(record: InputRecord): void {
+    if (this.skipOffsets.has(`${record.topic}:${record.offset}`)) return;
+    const sources = this.config.sourcesByTopic.get(record.topic) ?? [];
+    for (const sourceName of sources) {
+      const source = this.node(sourceName);
+      if (source.kind !== 'source') continue;
+      let key: unknown;
+      let value: unknown;
+      try {
+        key = record.key === null ? null : source.keySerde.deserialize(record.key);
+        value = record.value === null ? null : source.valueSerde.deserialize(record.value);
+      } catch (error) {
+        this.onDeserializationError(record, error);
+        return;
+      }
+      this.current = { topic: record.topic, partition: record.partition, offset: record.offset };
+      this.currentTimestamp = record.timestamp;
+      const typed: StreamRecord<unknown, unknown> = { key, value, timestamp: record.timestamp, headers: record.headers };
+      for (const child of this.config.topology.children.get(sourceName) ?? []) this.runNode(child, typed);
+    }
+  }
+
+  private onDeserializationError(record: InputRecord, error: unknown): void {
+    const policy = this.config.deserializationErrors;
+    const fields = { taskId: this.id, topic: record.topic, partition: record.partition, offset: record.offset, policy, err: error };
+    if (policy === 'fail') {
+      throw new FatalTaskError('DECODE_FAILED', `task ${this.id}: cannot deserialize ${record.topic}/${record.partition}@${record.offset}`, { cause: error, details: fields });
+    }
+    this.config.logger.warn(fields, 'undecodable record skipped');
+    if (policy === 'dead-letter') this.pendingOutput.push(this.deadLetter(record, 'DECODE_FAILED', error));
+  }
+
+  private onProcessorError(record: InputRecord, error: unknown): void {
+    const policy = this.config.processingErrors;
+    const fields = { taskId: this.id, topic: record.topic, partition: record.partition, offset: record.offset, policy, err: error };
+    if (policy === 'fail') {
+      throw new FatalTaskError('PROCESSING_FAILED', `task ${this.id}: processor failed on ${record.topic}/${record.partition}@${record.offset}`, { cause: error, details: fields });
+    }
+    this.config.logger.warn(fields, 'processor failed: rolling back the transaction and replaying without the record');
+    // Roll back everything since the last commit, then replay the same records without this one.
+    const replay = this.txnRecords;
+    this.dropUncommitted();
+    this.skipOffsets.add(`${record.topic}:${record.offset}`);
+    if (policy === 'dead-letter') this.pendingOutput.push(this.deadLetter(record, 'PROCESSING_FAILED', error));
+    for (const r of replay) this.runRecord(r);
+    this.txnRecords.push(record); // kept (as skipped) so a later rollback replays the skip and its dead letter
+  }
+
+  private deadLetter(record: InputRecord, code: string, error: unknown): OutputRecord {
+    return {
+      topic: this.config.deadLetterTopic,
+      key: record.key,
+      value: record.value,
+      headers: {
+        ...record.headers,
+        'iqgate-error-code': code,
+        'iqgate-error-message': error instanceof Error ? error.message : String(error),
+        [SOURCE_HEADERS.topic]: record.topic,
+        [SOURCE_HEADERS.partition]: String(record.partition),
+        [SOURCE_HEADERS.offset]: String(record.offset),
+      },
+    };
+  }
+
+  private node(name: string): TopologyNode {
+    const node = this.config.topology.nodes.get(name);
+    if (node === undefined) throw new TypeError(`unknown node ${name}`);
+    return node;
+  }
+
+  private runNode(name: string, record: StreamRecord<unknown, unknown>): void {
+    const node = this.node(name);
+    if (node.kind === 'sink') {
+      this.pendingOutput.push({
+        topic: this.config.sinkTopics.get(name) ?? node.topic,
+        key: record.key === null || record.key === undefined ? null : node.keySerde.serialize(record.key),
+        value: record.value === null || record.value === undefined ? null : node.valueSerde.serialize(record.value),
+        timestamp: record.timestamp,
+      });
+    } else if (node.kind === 'processor') {
+      node.process(record, this.contextFor(node.name));
+    }
+  }
+
+  private contextFor(nodeName: string): ProcessorContext {
+    let context = this.contexts.get(nodeName);
+    if (context !== undefined) return context;
+    const node = this.node(nodeName);
+    const allowed = new Set(node.kind === 'processor' ? node.stores : []);
+    const children = this.config.topology.children.get(nodeName) ?? [];
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the context reads the task's current record
+    const task = this;
+    context = {
+      store: <K, V>(storeName: string): TypedStore<K, V> => {
+        if (!allowed.has(storeName)) throw new IqgateError('STORE_NOT_FOUND', `processor "${nodeName}" did not declare store "${storeName}"`);
+        return task.typedStore(storeName) as TypedStore<K, V>;
+      },
+      forward: <K, V>(record: StreamRecord<K, V>, child?: string): void => {
+        if (child !== undefined) {
+          if (!children.includes(child)) throw new TypeError(`"${child}" is not a child of "${nodeName}"`);
+          task.runNode(child, record);
+        } else {
+          for (const c of children) task.runNode(c, record);
+        }
+      },
+      get topic() { return task.current.topic; },
+      get partition() { return task.current.partition; },
+      get offset() { return task.current.offset; },
+    };
+    this.contexts.set(nodeName, context);
+    return context;
+  }
+
+  private typedStore(storeName: string): TypedStore<unknown, unknown> {
+    let typed = this.typedStores.get(storeName);
+    if (typed !== undefined) return typed;
+    const definition = this.config.topology.stores.get(storeName);
+    const stores = this.stores;
+    if (definition === undefined || stores === null) throw new IqgateError('STORE_NOT_FOUND', `store "${storeName}" is not open in task ${this.id}`);
+    const partition = stores.store(storeName);
+    typed = {
+      get: (key) => {
+        const bytes = partition.get(definition.keySerde.serialize(key));
+        return bytes === undefined ? undefined : definition.valueSerde.deserialize(bytes);
+      },
+      put: (key, value) => partition.put(definition.keySerde.serialize(key), definition.valueSerde.serialize(value), this.current),
+      delete: (key) => partition.delete(definition.keySerde.serialize(key), this.current),
+    };
+    this.typedStores.set(storeName, typed);
+    return typed;
+  }
+
+  /**
+   * Dirty entries leaving the record cache: to the changelog (with the source record in the
+   * headers, so restore rebuilds the Position) and downstream to the store's subscribers, as
+   * Kafka Streams' CachingKeyValueStore forwards on flush/evict.
+   */
+  private onFlushed(changes: readonly FlushedChange[]): void {
+    const saved = this.current;
+    try {
+      for (const change of changes) {
+        const topic = this.config.changelogTopics.get(change.storeName);
+        if (topic !== undefined) {
+          this.pendingOutput.push({
+            topic,
+            partition: this.partition,
+            key: change.key,
+            value: change.value,
+            headers: {
+              [SOURCE_HEADERS.topic]: change.source.topic,
+              [SOURCE_HEADERS.partition]: String(change.source.partition),
+              [SOURCE_HEADERS.offset]: String(change.source.offset),
+            },
+          });
+        }
+        const definition = this.config.topology.stores.get(change.storeName);
+        if (definition === undefined || definition.changeSubscribers.length === 0) continue;
+        this.current = change.source;
+        const record: StreamRecord<unknown, unknown> = {
+          key: definition.keySerde.deserialize(change.key),
+          value: change.value === null ? null : definition.valueSerde.deserialize(change.value),
+          timestamp: this.currentTimestamp,
+        };
+        for (const subscriber of definition.changeSubscribers) this.runNode(subscriber, record);
+      }
+    } finally {
+      this.current = saved;
+    }
+  }
+
+  /** Flushes until downstream writes caused by forwarded changes are flushed too. */
+  private flushAll(): void {
+    const stores = this.stores;
+    if (stores === null) return;
+    for (let round = 0; round < 16; round += 1) {
+      const before = this.pendingOutput.length;
+      stores.flush();
+      if (this.pendingOutput.length === before) return;
+    }
+  }
+
+  /** Runs the commit protocol once. Throws on any failure: the caller treats the task as corrupted. */
+  async commit(clock: () => number): Promise<CommitOutcome> {
+    const started = clock();
+    const producer = this.producer;
+    const stores = this.stores;
+    if (!this.dirty || producer === null || stores === null || this.state !== 'RUNNING') {
+      return { committed: false, records: 0, durationMs: 0 };
+    }
+    const step = (s: CommitStep): void => this.config.onCommitStep?.(s, this.id);
+    this.committing = true;
+    try {
+      const records = this.txnRecords.length;
+      this.flushAll();
+      step('after-flush');
+      const output = this.pendingOutput;
+      this.pendingOutput = [];
+      const results = output.length > 0 ? await producer.send(output) : [];
+      step('after-send');
+      const changelogOffsets: Record<string, number> = { ...stores.changelogOffsets() };
+      for (const result of results) {
+        const store = this.storeOfChangelog.get(result.topic);
+        if (store !== undefined && result.partition === this.partition) {
+          changelogOffsets[store] = Math.max(changelogOffsets[store] ?? 0, result.lastOffset + 1);
+        }
+      }
+      const offsets = [...this.nextOffsets].map(([topic, offset]) => ({ topic, partition: this.partition, offset }));
+      if (this.config.exactlyOnce) {
+        await producer.sendOffsets(offsets);
+        step('after-send-offsets');
+        await producer.commit();
+      } else {
+        await this.config.commitInputOffsets(offsets);
+      }
+      step('after-kafka-commit');
+      await stores.commit(changelogOffsets);
+      step('after-store-commit');
+      this.txnRecords = [];
+      this.skipOffsets.clear();
+      this.dirty = false;
+      this.lastCommitAt = clock();
+      return { committed: true, records, durationMs: clock() - started };
+    } finally {
+      this.committing = false;
+    }
+  }
+
+  /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */
+  dropUncommitted(): void {
+    this.stores?.abort();
+    this.pendingOutput = [];
+    this.txnRecords = [];
+    this.skipOffsets.clear();
+    this.dirty = false;
+  }
+
+  /** Rebuilds the Position carried by changelog records (see onFlushed) for restore. */
+  static changeOf(record: InputRecord): { change: Change; source: RecordSource | null } {
+    const topic = record.headers[SOURCE_HEADERS.topic];
+    const partition = Number(record.headers[SOURCE_HEADERS.partition]);
+    const offset = Number(record.headers[SOURCE_HEADERS.offset]);
+    const source = topic !== undefined && Number.isInteger(partition) && Number.isInteger(offset) ? { topic, partition, offset } : null;
+    return { change: { key: record.key ?? Buffer.alloc(0), value: record.value }, source };
+  }
+}

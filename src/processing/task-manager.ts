@@ -1,0 +1,435 @@
+/**
+ * The task manager: turns the group assignment into tasks, routes fetched records to them,
+ * runs the processing loop, schedules commits, and opens/closes/recovers tasks — all state
+ * changes through the one ControlQueue, none of its I/O on the processing path.
+ *
+ * kafkajs rebalances eagerly and offers no awaitable revoke callback (KAFKAJS-NOTES §1), so:
+ * - on REBALANCING every task with uncommitted work is asked to commit (coalesced);
+ * - on the new assignment, revoked tasks stop taking records at once and are closed in the
+ *   queue (a last commit is attempted: if the new owner's InitProducerId already fenced us it
+ *   fails and the transaction is aborted — either way no record is committed twice);
+ * - retained tasks keep their open stores and position (their partitions are sought back to
+ *   the in-memory position, since kafkajs re-reads the broker-committed offset);
+ * - new tasks are paused synchronously before the next fetch, then opened in the queue:
+ *   InitProducerId → open stores → restore the changelog tail → read committed offsets → seek → resume.
+ */
+import type { StoreEngine } from '../store/types.js';
+import { IqgateError, isIqgateError } from '../errors.js';
+import { ControlQueue } from './control-queue.js';
+import { FreshTopicReader } from './fresh-topic-reader.js';
+import type { ConsumerHandlers, InputRecord, KafkaPorts, TaskProducer, TopicPartition } from './ports.js';
+import type { ProcessingOptions } from './processing-options.js';
+import { RestoreCancelled, restoreTaskStores, type RestoreProgress } from './restore-task-stores.js';
+import { FatalTaskError, StreamTask, type CommitStep, type TaskLogger } from './stream-task.js';
+import type { Topology } from './topology.js';
+import { changelogTopic, internalTopic, taskIdFor, transactionalIdFor } from './topic-names.js';
+
+export interface TaskManagerLogger extends TaskLogger {
+  error(fields: Record<string, unknown>, message: string): void;
+  debug(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface TaskManagerEvents {
+  onCommit?(taskId: string, durationMs: number, records: number): void;
+  onRestoreProgress?(progress: RestoreProgress): void;
+  onCommitStep?(step: CommitStep, taskId: string): void;
+  /** The processing loop's synchronous slices, for the pause figures. */
+  onSlice?(durationMs: number, records: number): void;
+  onControlWait?(waitMs: number): void;
+  /** A non-recoverable error: the runtime stops without committing. */
+  onFatal(error: unknown): void;
+}
+
+export interface TaskManagerDeps {
+  readonly topology: Topology;
+  readonly options: ProcessingOptions;
+  readonly ports: KafkaPorts;
+  readonly engine: StoreEngine;
+  readonly logger: TaskManagerLogger;
+  readonly events: TaskManagerEvents;
+  readonly clock?: () => number;
+}
+
+interface SubTopologyPlan {
+  readonly id: number;
+  readonly sourceTopics: readonly string[];
+  readonly sourcesByTopic: ReadonlyMap<string, readonly string[]>;
+  readonly changelogTopics: ReadonlyMap<string, string>;
+}
+
+export interface LocalTaskInfo {
+  readonly task: StreamTask;
+  readonly subTopologyId: number;
+}
+
+export class TaskManager implements ConsumerHandlers {
+  private readonly clock: () => number;
+  private readonly plans: SubTopologyPlan[];
+  private readonly planOfTopic = new Map<string, SubTopologyPlan>();
+  private readonly sinkTopics = new Map<string, string>();
+  /** Assigned tasks by id (revoked ones leave this map at once). */
+  readonly tasks = new Map<string, StreamTask>();
+  private readonly taskOfPartition = new Map<string, StreamTask>();
+  private readonly backpressured = new Set<StreamTask>();
+  readonly control: ControlQueue;
+  private loopScheduled = false;
+  private commitTimer: NodeJS.Timeout | null = null;
+  private stopping = false;
+  private failed = false;
+  private readonly failures = new Map<string, number>();
+  private readonly committed: FreshTopicReader<Map<number, number>>;
+  private readonly beginnings: FreshTopicReader<Map<number, number>>;
+  private readonly ends: FreshTopicReader<Map<number, number>>;
+  private unsubscribeCommitNeeded: (() => void) | null = null;
+
+  constructor(private readonly deps: TaskManagerDeps) {
+    this.clock = deps.clock ?? Date.now;
+    const { topology, options } = deps;
+    const appId = options.applicationId;
+    this.plans = topology.subTopologies.map((sub) => {
+      const sourcesByTopic = new Map<string, string[]>();
+      for (const name of sub.nodes) {
+        const node = topology.nodes.get(name);
+        if (node?.kind !== 'source') continue;
+        const topic = node.internal ? internalTopic(appId, node.topic) : node.topic;
+        sourcesByTopic.set(topic, [...(sourcesByTopic.get(topic) ?? []), name]);
+      }
+      const changelogTopics = new Map(sub.stores.map((s) => [s, changelogTopic(appId, s)] as const));
+      return { id: sub.id, sourceTopics: [...sourcesByTopic.keys()].sort(), sourcesByTopic, changelogTopics };
+    });
+    for (const plan of this.plans) for (const topic of plan.sourceTopics) this.planOfTopic.set(topic, plan);
+    for (const node of topology.nodes.values()) {
+      if (node.kind === 'sink') this.sinkTopics.set(node.name, node.internal ? internalTopic(appId, node.topic) : node.topic);
+    }
+    this.control = new ControlQueue(options.maxConcurrentControlOps, (op, error) => {
+      this.deps.logger.error({ op: op.key, err: error }, 'control operation failed');
+    }, this.clock, (waitMs) => deps.events.onControlWait?.(waitMs));
+    const admin = deps.ports.admin;
+    this.committed = new FreshTopicReader((topic) => admin.committedOffsets(appId, topic));
+    this.beginnings = new FreshTopicReader((topic) => admin.beginningOffsets(topic));
+    this.ends = new FreshTopicReader((topic) => admin.endOffsets(topic));
+  }
+
+  /** Every topic the consumer subscribes to (sources, repartition topics included). */
+  sourceTopics(): string[] {
+    return [...this.planOfTopic.keys()].sort();
+  }
+
+  start(): void {
+    const interval = Math.max(5, Math.min(50, Math.floor(this.deps.options.commitIntervalMs / 2)));
+    this.commitTimer = setInterval(() => this.commitDue(), interval);
+    this.commitTimer.unref();
+    // KIP-892: past the process-wide uncommitted-bytes limit, commit early.
+    this.unsubscribeCommitNeeded = this.deps.engine.onCommitNeeded(() => {
+      for (const task of this.tasks.values()) if (task.hasUncommitted()) this.requestCommit(task);
+    });
+  }
+
+  // ---- consumer callbacks (synchronous, called by the group consumer adapter) ----
+
+  onBatch(tp: TopicPartition, records: readonly InputRecord[]): boolean {
+    const task = this.taskOfPartition.get(key(tp));
+    if (task === undefined || task.revoked || task.state !== 'RUNNING' || this.stopping) return false;
+    task.enqueue(records);
+    if (task.buffered() >= this.deps.options.maxBufferedRecordsPerTask && !this.backpressured.has(task)) {
+      this.backpressured.add(task);
+      this.deps.ports.consumer.pause(task.sourcePartitions);
+    }
+    this.scheduleLoop();
+    return true;
+  }
+
+  onRebalancing(): void {
+    for (const task of this.tasks.values()) if (task.hasUncommitted()) this.requestCommit(task);
+  }
+
+  onCrash(error: unknown): void {
+    this.fail(new IqgateError('BROKER_UNAVAILABLE', 'the group consumer stopped', { cause: error, retriable: true }));
+  }
+
+  onAssignment(assignment: readonly TopicPartition[]): void {
+    const wanted = new Map<string, { plan: SubTopologyPlan; partition: number }>();
+    for (const tp of assignment) {
+      const plan = this.planOfTopic.get(tp.topic);
+      if (plan !== undefined) wanted.set(taskIdFor(plan.id, tp.partition), { plan, partition: tp.partition });
+    }
+    for (const [id, task] of [...this.tasks]) {
+      if (wanted.has(id)) continue;
+      task.revoked = true;
+      this.tasks.delete(id);
+      for (const tp of task.sourcePartitions) this.taskOfPartition.delete(key(tp));
+      this.backpressured.delete(task);
+      this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, true) });
+    }
+    const consumer = this.deps.ports.consumer;
+    for (const [id, { plan, partition }] of wanted) {
+      const existing = this.tasks.get(id);
+      if (existing !== undefined) {
+        if (existing.state === 'RUNNING') {
+          // Retained: continue from our own position, not the broker-committed one.
+          for (const tp of existing.sourcePartitions) {
+            const offset = existing.nextOffsets.get(tp.topic);
+            if (offset !== undefined) consumer.seek({ ...tp, offset });
+          }
+          if (this.backpressured.has(existing)) consumer.pause(existing.sourcePartitions);
+        } else {
+          consumer.pause(existing.sourcePartitions);
+          if (existing.state === 'SUSPENDED') this.requestOpen(existing); // e.g. fenced and waiting: the rebalance came
+        }
+        continue;
+      }
+      const task = this.createTask(plan, partition);
+      this.tasks.set(id, task);
+      for (const tp of task.sourcePartitions) this.taskOfPartition.set(key(tp), task);
+      consumer.pause(task.sourcePartitions); // before the next fetch: nothing is read until the task is open
+      this.requestOpen(task);
+    }
+    this.deps.logger.info({ tasks: [...this.tasks.keys()].length, assigned: assignment.length }, 'assignment applied');
+  }
+
+  private createTask(plan: SubTopologyPlan, partition: number): StreamTask {
+    const { options } = this.deps;
+    return new StreamTask({
+      id: taskIdFor(plan.id, partition),
+      partition,
+      topology: this.deps.topology,
+      sourcesByTopic: plan.sourcesByTopic,
+      sinkTopics: this.sinkTopics,
+      changelogTopics: plan.changelogTopics,
+      exactlyOnce: options.processingGuarantee === 'exactly_once',
+      deserializationErrors: options.deserializationErrors,
+      processingErrors: options.processingErrors,
+      deadLetterTopic: options.deadLetterTopic,
+      commitInputOffsets: (offsets) => this.deps.ports.consumer.commitOffsets(offsets),
+      ...(this.deps.events.onCommitStep ? { onCommitStep: this.deps.events.onCommitStep } : {}),
+      logger: this.deps.logger,
+    });
+  }
+
+  // ---- the processing loop ----
+
+  private scheduleLoop(): void {
+    if (this.loopScheduled || this.stopping || this.failed) return;
+    this.loopScheduled = true;
+    setImmediate(() => this.loop());
+  }
+
+  /**
+   * One slice: round-robin over tasks with buffered records until the slice budget is spent,
+   * then yield (timers, I/O, queries run between slices). Committing tasks are skipped, not awaited.
+   */
+  private loop(): void {
+    this.loopScheduled = false;
+    if (this.stopping || this.failed) return;
+    const started = this.clock();
+    const deadline = started + this.deps.options.processingSliceMs;
+    let total = 0;
+    let more = false;
+    try {
+      let progressed = true;
+      while (progressed && this.clock() < deadline) {
+        progressed = false;
+        for (const task of this.tasks.values()) {
+          if (!task.canProcess()) continue;
+          const n = task.processSome(200, deadline, this.clock);
+          total += n;
+          if (n > 0) progressed = true;
+          if (this.backpressured.has(task) && task.buffered() <= this.deps.options.maxBufferedRecordsPerTask / 2) {
+            this.backpressured.delete(task);
+            this.deps.ports.consumer.resume(task.sourcePartitions);
+          }
+          if (this.clock() >= deadline) break;
+        }
+      }
+      for (const task of this.tasks.values()) if (task.canProcess()) { more = true; break; }
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    this.deps.events.onSlice?.(this.clock() - started, total);
+    if (more) this.scheduleLoop();
+  }
+
+  // ---- commits ----
+
+  private commitDue(): void {
+    if (this.stopping || this.failed) return;
+    const now = this.clock();
+    const interval = this.deps.options.commitIntervalMs;
+    for (const task of this.tasks.values()) {
+      if (task.state === 'RUNNING' && !task.committing && task.hasUncommitted() && now - task.lastCommitAt >= interval) this.requestCommit(task);
+    }
+  }
+
+  requestCommit(task: StreamTask): void {
+    this.control.enqueue({ key: `commit:${task.id}`, group: task.id, run: () => this.commitTask(task) });
+  }
+
+  private async commitTask(task: StreamTask): Promise<void> {
+    if (task.state !== 'RUNNING' || !task.hasUncommitted() || this.failed) return;
+    try {
+      const outcome = await task.commit(this.clock);
+      if (outcome.committed) {
+        this.failures.delete(task.id);
+        this.deps.events.onCommit?.(task.id, outcome.durationMs, outcome.records);
+      }
+    } catch (error) {
+      await this.recover(task, error);
+    } finally {
+      this.scheduleLoop();
+    }
+  }
+
+  /**
+   * A failed commit has an unknown outcome (KAFKAJS-NOTES §5 "When fenced"): drop everything
+   * uncommitted, discard the producer, and reopen the task — a new InitProducerId settles the
+   * transaction, then restore replays whatever it committed and offsets are read again.
+   * A fenced task waits for the rebalance that is surely coming before it takes the partition back,
+   * so that a thawed zombie does not fence the new owner in turn.
+   */
+  private async recover(task: StreamTask, error: unknown): Promise<void> {
+    const fenced = isIqgateError(error, 'PRODUCER_FENCED');
+    const attempts = (this.failures.get(task.id) ?? 0) + 1;
+    this.failures.set(task.id, attempts);
+    this.deps.logger.warn({ taskId: task.id, err: error, fenced, attempts }, 'commit failed: task rolled back and will be re-initialised');
+    const producer = task.producer;
+    task.producer = null;
+    task.dropUncommitted();
+    if (task.state === 'RUNNING' || task.state === 'RESTORING') task.transitionTo('SUSPENDED');
+    this.deps.ports.consumer.pause(task.sourcePartitions);
+    await discardProducer(producer);
+    const delay = fenced ? this.deps.options.fencedRetryMs : Math.min(this.deps.options.startupRetryMaxMs, 100 * 2 ** Math.min(attempts, 8));
+    const timer = setTimeout(() => {
+      if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.requestOpen(task);
+    }, delay);
+    timer.unref();
+  }
+
+  // ---- open / close ----
+
+  private requestOpen(task: StreamTask): void {
+    this.control.enqueue({ key: `open:${task.id}`, group: task.id, run: () => this.openTask(task) });
+  }
+
+  private async openTask(task: StreamTask): Promise<void> {
+    if (task.revoked || this.stopping || task.state === 'RUNNING' || task.state === 'RESTORING' || task.state === 'CLOSED') return;
+    const plan = this.planOfTopic.get(task.sourcePartitions[0]?.topic ?? '');
+    if (plan === undefined) throw new TypeError(`no plan for task ${task.id}`);
+    const { options, ports, engine } = this.deps;
+    task.transitionTo('RESTORING');
+    let producer: TaskProducer | null = null;
+    try {
+      const exactlyOnce = options.processingGuarantee === 'exactly_once';
+      producer = ports.producers.create(exactlyOnce ? transactionalIdFor(options.applicationId, plan.sourceTopics[0] ?? '', task.partition) : null);
+      // Fences any older owner and completes its transaction before anything is read (KAFKAJS-NOTES §4).
+      await producer.init();
+      const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
+      task.attach(producer, stores);
+      producer = null;
+      const started = this.clock();
+      const replayed = await restoreTaskStores({
+        taskId: task.id,
+        partition: task.partition,
+        stores,
+        changelogTopics: plan.changelogTopics,
+        endOffset: async (topic, partition) => (await this.ends.get(topic)).get(partition) ?? 0,
+        reader: ports.changelogReader,
+        onProgress: (p) => this.deps.events.onRestoreProgress?.(p),
+        cancelled: () => task.revoked || this.stopping,
+      });
+      const offsets = new Map<string, number>();
+      for (const topic of plan.sourceTopics) {
+        const committed = (await this.committed.get(topic)).get(task.partition);
+        offsets.set(topic, committed ?? (await this.beginnings.get(topic)).get(task.partition) ?? 0);
+      }
+      if (task.revoked || this.stopping) return;
+      task.startAt(offsets, this.clock());
+      task.transitionTo('RUNNING');
+      for (const tp of task.sourcePartitions) ports.consumer.seek({ ...tp, offset: offsets.get(tp.topic) ?? 0 });
+      ports.consumer.resume(task.sourcePartitions);
+      this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), restoreMs: this.clock() - started }, 'task running');
+    } catch (error) {
+      await discardProducer(producer);
+      if (error instanceof RestoreCancelled || task.revoked || this.stopping) return;
+      await this.recover(task, error);
+    }
+  }
+
+  /** Closes a task: a last commit when asked (revocation, shutdown), then producer and stores. */
+  private async closeTask(task: StreamTask, commit: boolean): Promise<void> {
+    if (task.state === 'CLOSED') return;
+    if (commit && task.state === 'RUNNING' && task.hasUncommitted() && !this.failed) {
+      try {
+        await task.commit(this.clock);
+      } catch (error) {
+        this.deps.logger.info({ taskId: task.id, err: error }, 'last commit of a revoked task failed (expected when the new owner fenced it); aborted');
+      }
+    }
+    const { producer, stores } = task.detach();
+    await discardProducer(producer);
+    try {
+      await stores?.close();
+    } catch (error) {
+      this.deps.logger.warn({ taskId: task.id, err: error }, 'closing task stores failed');
+    }
+    if (task.state === 'RUNNING' || task.state === 'RESTORING') task.transitionTo('SUSPENDED');
+    task.transitionTo('CLOSED');
+  }
+
+  private fail(error: unknown): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.deps.logger.error({ err: error }, error instanceof FatalTaskError ? 'processing failed (policy "fail")' : 'task manager failed');
+    this.deps.events.onFatal(error);
+  }
+
+  /**
+   * Graceful: commit what is processed while still in the group, then the caller stops the
+   * consumer, then closeAll(). After a failure nothing is committed: tasks are aborted.
+   */
+  async commitAll(): Promise<void> {
+    this.stopping = true;
+    if (this.commitTimer !== null) clearInterval(this.commitTimer);
+    this.unsubscribeCommitNeeded?.();
+    await this.control.idle();
+    if (!this.failed) {
+      for (const task of this.tasks.values()) {
+        if (task.hasUncommitted()) this.control.enqueue({ key: `commit:${task.id}`, group: task.id, run: () => this.commitTask(task) });
+      }
+      await this.control.idle();
+    }
+  }
+
+  async closeAll(): Promise<void> {
+    this.stopping = true;
+    for (const [id, task] of this.tasks) {
+      this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, false) });
+    }
+    await this.control.idle();
+    this.tasks.clear();
+    this.taskOfPartition.clear();
+  }
+
+  /** What the query layer needs: each local task with its state and stores. */
+  localTasks(): StreamTask[] {
+    return [...this.tasks.values()];
+  }
+}
+
+function key(tp: TopicPartition): string {
+  return `${tp.topic}\u0000${tp.partition}`;
+}
+
+async function discardProducer(producer: TaskProducer | null): Promise<void> {
+  if (producer === null) return;
+  try {
+    await producer.abort();
+  } catch {
+    // the outcome is settled by the next InitProducerId for this transactionalId
+  }
+  try {
+    await producer.close();
+  } catch {
+    // already disconnected
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * The processing figures (DESIGN.md §7): commit latency, processing slices (how long the loop
+ * holds the event loop), control-queue wait and depth, restore progress. Kept as bounded
+ * reservoirs so benchmarks and the metrics endpoint can read percentiles.
+ */
+export class Reservoir {
+  private readonly values: number[] = [];
+  private next = 0;
+  count = 0;
+  constructor(private readonly size = 20_000) {}
+
+  add(value: number): void {
+    this.count += 1;
+    if (this.values.length < this.size) this.values.push(value);
+    else {
+      this.values[this.next] = value;
+      this.next = (this.next + 1) % this.size;
+    }
+  }
+
+  percentile(p: number): number {
+    if (this.values.length === 0) return 0;
+    const sorted = [...this.values].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+  }
+
+  reset(): void {
+    this.values.length = 0;
+    this.next = 0;
+    this.count = 0;
+  }
+}
+
+export interface ProcessingMetricsSnapshot {
+  readonly commits: number;
+  readonly recordsCommitted: number;
+  readonly commitLatencyP50Ms: number;
+  readonly commitLatencyP99Ms: number;
+  readonly sliceP99Ms: number;
+  readonly controlWaitP99Ms: number;
+  readonly controlQueueDepth: number;
+  readonly controlQueueMaxDepth: number;
+  readonly controlCoalesced: number;
+  readonly restoredRecords: number;
+}
+
+export class ProcessingMetrics {
+  readonly commitLatency = new Reservoir();
+  readonly slices = new Reservoir();
+  readonly controlWait = new Reservoir();
+  recordsCommitted = 0;
+  restoredRecords = 0;
+
+  reset(): void {
+    this.commitLatency.reset();
+    this.slices.reset();
+    this.controlWait.reset();
+    this.recordsCommitted = 0;
+  }
+}

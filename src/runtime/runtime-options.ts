@@ -1,0 +1,42 @@
+/**
+ * Runtime options with defaults, in one place, validated at start-up with a clear message.
+ * Processing options are those of src/processing/processing-options.ts; this adds where the
+ * broker and the state live and the Kafka client's group settings.
+ */
+import { z } from 'zod';
+import { IqgateError } from '../errors.js';
+import { parseProcessingOptions, processingOptionsSchema, type ProcessingOptions } from '../processing/processing-options.js';
+
+export const runtimeOptionsSchema = processingOptionsSchema.extend({
+  /** Bootstrap brokers, `host:port`; a comma-separated string is accepted (KAFKA_BROKERS style). */
+  brokers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+    .transform((b) => (Array.isArray(b) ? b : b.split(',').map((s) => s.trim()).filter((s) => s.length > 0))),
+  /** State directory (LevelDB). Absent: in-memory stores (state is rebuilt from the changelogs on restart). */
+  stateDir: z.string().min(1).optional(),
+  clientId: z.string().min(1).optional(),
+  /** Record cache bytes for the process (statestore.cache.max.bytes); 0 forwards every update. */
+  cacheMaxBytes: z.number().int().nonnegative().optional(),
+  /** KIP-892 statestore.uncommitted.max.bytes. */
+  uncommittedMaxBytes: z.number().int().positive().optional(),
+  sessionTimeoutMs: z.number().int().positive().default(30_000),
+  heartbeatIntervalMs: z.number().int().positive().default(3_000),
+  rebalanceTimeoutMs: z.number().int().positive().default(60_000),
+  /** Fetch long-poll cap; short, because kafkajs sleeps this long when all partitions are paused. */
+  maxWaitTimeMs: z.number().int().positive().default(200),
+  transactionTimeoutMs: z.number().int().positive().default(60_000),
+  kafkaLogLevel: z.enum(['nothing', 'error', 'warn', 'info', 'debug']).default('error'),
+  logLevel: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+}).refine((o) => o.heartbeatIntervalMs < o.sessionTimeoutMs, { message: 'heartbeatIntervalMs must be below sessionTimeoutMs', path: ['heartbeatIntervalMs'] });
+
+export type RuntimeOptionsInput = z.input<typeof runtimeOptionsSchema>;
+type Parsed = z.output<typeof runtimeOptionsSchema>;
+export type RuntimeOptions = Omit<Parsed, keyof ProcessingOptions> & ProcessingOptions & { readonly clientId: string };
+
+export function parseRuntimeOptions(input: RuntimeOptionsInput): RuntimeOptions {
+  const parsed = runtimeOptionsSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new IqgateError('INVALID_CONFIG', `invalid runtime options: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, { cause: parsed.error });
+  }
+  const processing = parseProcessingOptions(input);
+  return { ...parsed.data, ...processing, clientId: parsed.data.clientId ?? parsed.data.applicationId };
+}

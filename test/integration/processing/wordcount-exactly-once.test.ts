@@ -1,0 +1,56 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Admin } from 'kafkajs';
+import { produceLines, runWordcount } from '../../../examples/wordcount/index.js';
+import type { Runtime } from '../../../src/runtime/runtime.js';
+import { brokers } from './brokers.js';
+import { committedCounts, createTopics, expectedCounts, mapsEqual, outputProblems, readOutput, testKafka, uniqueName } from './wordcount-harness.js';
+
+const LINES = 3000;
+const SEED = 7;
+
+describe('wordcount under exactly-once against the real broker', () => {
+  const kafka = testKafka();
+  let admin: Admin | undefined;
+  const runtimes: Runtime[] = [];
+  const dirs: string[] = [];
+
+  afterAll(async () => {
+    for (const r of runtimes) await r.stop().catch(() => undefined);
+    await admin?.disconnect();
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  it('commits store counts equal to the counts of the input, and an output with every update exactly once', async () => {
+    admin = kafka.admin();
+    await admin.connect();
+    const input = uniqueName('wc-in');
+    const output = uniqueName('wc-out');
+    await createTopics(admin, [input, output], 4);
+    await produceLines({ brokers: brokers(), topic: input, seed: SEED, count: LINES });
+    const dir = await mkdtemp(join(tmpdir(), 'iqgate-wc-'));
+    dirs.push(dir);
+
+    const runtime = await runWordcount({
+      brokers: brokers(), inputTopic: input, outputTopic: output, applicationId: uniqueName('wc'),
+      stateDir: dir, cacheMaxBytes: 0, logLevel: 'warn',
+    });
+    runtimes.push(runtime);
+    const expected = expectedCounts(SEED, LINES);
+
+    const deadline = Date.now() + 90_000;
+    let committed = new Map<string, number>();
+    while (!mapsEqual(committed, expected)) {
+      if (Date.now() > deadline) throw new Error(`store did not converge: ${JSON.stringify([...committed].slice(0, 5))}`);
+      await new Promise((r) => setTimeout(r, 200));
+      committed = await committedCounts(runtimes);
+    }
+    expect(committed).toEqual(expected);
+
+    const updates = await readOutput(kafka, output);
+    expect(outputProblems(updates, expected, true)).toEqual([]);
+    expect(runtime.metricsSnapshot().commits).toBeGreaterThan(0);
+  });
+});

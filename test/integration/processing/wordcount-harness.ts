@@ -1,0 +1,111 @@
+/**
+ * Shared helpers of the processing integration tests: topics, the expected model, reading the
+ * read_committed output and the committed stores.
+ */
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { makeLine, wordsOf } from '../../../examples/wordcount/index.js';
+import { serdes } from '../../../src/store/serdes.js';
+import type { Runtime } from '../../../src/runtime/runtime.js';
+import { brokers } from './brokers.js';
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+}
+
+export function testKafka(): Kafka {
+  return new Kafka({ clientId: uniqueName('pt'), brokers: brokers(), logLevel: logLevel.NOTHING });
+}
+
+export async function createTopics(admin: Admin, topics: readonly string[], partitions: number): Promise<void> {
+  await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions })) });
+}
+
+/** Counts computed directly from the input lines [0, count). */
+export function expectedCounts(seed: number, count: number, wordsPerLine = 8): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (let i = 0; i < count; i += 1) for (const w of wordsOf(makeLine(seed, i, wordsPerLine))) counts.set(w, (counts.get(w) ?? 0) + 1);
+  return counts;
+}
+
+/** Everything committed in the output topic, read_committed, per word in offset order. */
+export async function readOutput(kafka: Kafka, topic: string): Promise<Map<string, number[]>> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(topic);
+  await admin.disconnect();
+  const updates = new Map<string, number[]>();
+  const remaining = new Map(ends.map((e) => [e.partition, Number(e.high)]));
+  for (const [p, end] of remaining) if (end <= 0) remaining.delete(p);
+  if (remaining.size === 0) return updates;
+  const consumer = kafka.consumer({ groupId: uniqueName('reader'), readUncommitted: false, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await new Promise<void>((resolve, reject) => {
+    consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          const word = m.key?.toString() ?? '';
+          const list = updates.get(word) ?? [];
+          list.push(m.value === null ? -1 : serdes.int32.deserialize(m.value));
+          updates.set(word, list);
+        }
+        const end = remaining.get(batch.partition);
+        if (end !== undefined && Number(batch.lastOffset()) + 1 >= end) remaining.delete(batch.partition);
+        if (remaining.size === 0) resolve();
+      },
+    }).catch(reject);
+  });
+  await consumer.disconnect();
+  return updates;
+}
+
+/** The committed view of every local partition of the store, summed into one map. */
+export async function committedCounts(runtimes: readonly Runtime[], storeName = 'word-counts'): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const runtime of runtimes) {
+    for (const local of runtime.localStores()) {
+      if (local.storeName !== storeName) continue;
+      const view = local.store.view({ readCommitted: true });
+      try {
+        for await (const { key, value } of view.range()) counts.set(serdes.string.deserialize(key), serdes.int32.deserialize(value));
+      } finally {
+        await view.close();
+      }
+    }
+  }
+  return counts;
+}
+
+export function mapsEqual(a: ReadonlyMap<string, number>, b: ReadonlyMap<string, number>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [k, v] of a) if (b.get(k) !== v) return false;
+  return true;
+}
+
+/**
+ * Exactly-once on the output: with the record cache off every count update is forwarded, so the
+ * read_committed updates of a word must be exactly 1, 2, …, total — a duplicate repeats a
+ * number, a loss skips one. With caching on, they must strictly increase and end at the total.
+ */
+export function outputProblems(updates: ReadonlyMap<string, readonly number[]>, expected: ReadonlyMap<string, number>, everyUpdate: boolean): string[] {
+  const problems: string[] = [];
+  for (const [word, total] of expected) {
+    const seq = updates.get(word) ?? [];
+    if (seq[seq.length - 1] !== total) problems.push(`${word}: last update ${String(seq[seq.length - 1])}, expected ${total}`);
+    for (let i = 0; i < seq.length; i += 1) {
+      const want = everyUpdate ? i + 1 : undefined;
+      if (want !== undefined && seq[i] !== want) {
+        problems.push(`${word}: update #${i} is ${String(seq[i])}, expected ${want} (${seq.slice(Math.max(0, i - 2), i + 3).join(',')})`);
+        break;
+      }
+      if (!everyUpdate && i > 0 && (seq[i] ?? 0) <= (seq[i - 1] ?? 0)) {
+        problems.push(`${word}: not increasing at #${i}`);
+        break;
+      }
+    }
+  }
+  for (const word of updates.keys()) if (!expected.has(word)) problems.push(`unexpected word ${word}`);
+  return problems;
+}
