@@ -10,7 +10,7 @@ import { createSchema, createYoga, type YogaServerInstance } from 'graphql-yoga'
 import type { ErrorCode } from '../errors.js';
 import { QueryEngine } from '../query/query-engine.js';
 import type { GatewayContext } from './gateway-context.js';
-import { resolveGatewayOptions, type GatewayOptions } from './gateway-options.js';
+import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './gateway-options.js';
 import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
 import { queryResolvers } from './query-resolvers.js';
@@ -26,13 +26,24 @@ function coded(code: ErrorCode) {
   }];
 }
 
-export function createGateway(gatewayOptions: GatewayOptions): Gateway {
-  const options = resolveGatewayOptions(gatewayOptions);
-  const engine = new QueryEngine(options.provider);
-  const schema = createSchema<GatewayContext>({
-    typeDefs: loadSchemaText(options.schemaPath),
+/** The executable schema: schema.graphql plus the resolvers (a plain graphql-js schema). */
+export function createGatewaySchema(schemaPath?: string) {
+  return createSchema<GatewayContext>({
+    typeDefs: loadSchemaText(schemaPath),
     resolvers: [{ JSON: JSONScalar, Key: KeyScalar, Position: PositionScalar }, queryResolvers, subscriptionResolvers],
   });
+}
+
+/** A fresh context per operation: the key loaders must not outlive one request. */
+export function createContextFactory(options: ResolvedGatewayOptions): () => GatewayContext {
+  const engine = new QueryEngine(options.provider);
+  return () => ({ engine, provider: options.provider, options, keyLoaders: new Map() });
+}
+
+export function createGateway(gatewayOptions: GatewayOptions): Gateway {
+  const options = resolveGatewayOptions(gatewayOptions);
+  const schema = createGatewaySchema(options.schemaPath);
+  const context = createContextFactory(options);
   return createYoga<object, GatewayContext>({
     schema,
     graphqlEndpoint: options.graphqlEndpoint,
@@ -40,7 +51,7 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     logging: options.logging,
     landingPage: false,
     maskedErrors: { maskError: (error) => maskError(error) },
-    context: () => ({ engine, provider: options.provider, options, keyLoaders: new Map() }),
+    context,
     plugins: [
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },

@@ -1,0 +1,218 @@
+/**
+ * Query benchmark (DESIGN.md §7): GraphQL key lookups/s and p99 over HTTP with concurrent
+ * clients, and DataLoader-batched multi-key queries in keys/s — each for the yoga gateway and
+ * for a bare graphql-js `execute` of the same query over node:http, in the same run, on the
+ * same LevelDB-backed store. The load generator runs in a worker thread so clients and server
+ * use both cores. Servers bind 127.0.0.1 only. Prints one line per figure and writes
+ * bench/results/query.json as [{ name, unit, value }].
+ *
+ *   npm run bench:query            (BENCH_SECONDS=4 per figure by default)
+ */
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { execute, parse, validate, type DocumentNode } from 'graphql';
+import { createContextFactory, createGateway, createGatewaySchema } from '../src/graphql/create-gateway.js';
+import { resolveGatewayOptions } from '../src/graphql/gateway-options.js';
+import { partitionForKey } from '../src/query/murmur2.js';
+import { StaticStateProvider } from '../src/query/static-state-provider.js';
+import { openLevelStoreEngine } from '../src/store/level-engine.js';
+import { serdes } from '../src/store/serdes.js';
+import type { Serde, TaskStores } from '../src/store/types.js';
+
+const PARTITIONS = 4;
+const KEYS = 20_000;
+const BATCH = 100;
+const CONCURRENCY = 32;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+const WARMUP_MS = 1000;
+
+interface Figure {
+  name: string;
+  unit: string;
+  value: number;
+}
+
+interface LoadResult {
+  requests: number;
+  errors: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+}
+
+// The load generator: plain CommonJS evaluated in a worker, so it needs no TypeScript loader.
+const LOAD_GENERATOR = `
+const { parentPort, workerData } = require('node:worker_threads');
+const http = require('node:http');
+const { port, bodies, concurrency, durationMs, warmupMs } = workerData;
+const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+function post(body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/graphql', method: 'POST', agent,
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve(res.statusCode === 200 && !Buffer.concat(chunks).includes('"errors"')));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+(async () => {
+  const start = performance.now();
+  const measureFrom = start + warmupMs;
+  const end = measureFrom + durationMs;
+  const latencies = [];
+  let errors = 0;
+  let next = 0;
+  async function client() {
+    while (performance.now() < end) {
+      const body = bodies[next++ % bodies.length];
+      const t0 = performance.now();
+      const ok = await post(body);
+      if (t0 >= measureFrom && performance.now() <= end) {
+        latencies.push(performance.now() - t0);
+        if (!ok) errors++;
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, client));
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  parentPort.postMessage({ requests: latencies.length, errors, seconds: durationMs / 1000, p50: at(0.5), p99: at(0.99) });
+})().catch((error) => { throw error; });
+`;
+
+function runLoad(port: number, bodies: string[]): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(LOAD_GENERATOR, {
+      eval: true,
+      workerData: { port, bodies, concurrency: CONCURRENCY, durationMs: SECONDS * 1000, warmupMs: WARMUP_MS },
+    });
+    worker.once('message', (result: LoadResult) => resolve(result));
+    worker.once('error', reject);
+  });
+}
+
+function listen(server: Server): Promise<number> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+}
+
+function close(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function main(): Promise<void> {
+  const directory = await mkdtemp(join(tmpdir(), 'iqgate-bench-query-'));
+  const engine = await openLevelStoreEngine({ directory });
+  const provider = new StaticStateProvider({
+    stores: [{ name: 'bench', keySerde: serdes.string as Serde<unknown>, valueSerde: serdes.json, partitions: PARTITIONS }],
+  });
+  const tasks: TaskStores[] = [];
+  for (let p = 0; p < PARTITIONS; p++) {
+    const task = await engine.openTask(`0_${p}`, [{ name: 'bench', partition: p }]);
+    tasks.push(task);
+    provider.addTask(task);
+  }
+  const keys = Array.from({ length: KEYS }, (_, i) => `user-${String(i).padStart(6, '0')}`);
+  const offsets = new Array<number>(PARTITIONS).fill(0);
+  for (const key of keys) {
+    const bytes = Buffer.from(key);
+    const p = partitionForKey(bytes, PARTITIONS);
+    tasks[p]!.store('bench').put(bytes, serdes.json.serialize({ key, balance: offsets[p]! * 3 }), { topic: 'accounts', partition: p, offset: offsets[p]!++ });
+  }
+  for (const task of tasks) await task.commit({});
+
+  const single = 'query($k: Key!) { get(store: "bench", key: $k) { value } }';
+  const batched = 'query($ks: [Key!]!) { getMany(store: "bench", keys: $ks) { entries { value } } }';
+  const shuffled = [...keys].sort(() => Math.random() - 0.5);
+  const singleBodies = shuffled.slice(0, 2000).map((k) => JSON.stringify({ query: single, variables: { k } }));
+  const batchBodies = Array.from({ length: 200 }, (_, i) => JSON.stringify({ query: batched, variables: { ks: shuffled.slice(i * BATCH, (i + 1) * BATCH) } }));
+
+  // The gateway: yoga + armor + masking, exactly as createGateway builds it.
+  const gateway = createGateway({ provider, logging: false });
+  const gatewayServer = createServer(gateway);
+  // The baseline: the same executable schema and context, graphql-js parse (cached)/validate/execute.
+  const options = resolveGatewayOptions({ provider, logging: false });
+  const schema = createGatewaySchema();
+  const contextFor = createContextFactory(options);
+  const documents = new Map<string, DocumentNode>();
+  const baselineServer = createServer((request: IncomingMessage, response: ServerResponse) => {
+    void (async () => {
+      const { query, variables } = JSON.parse(await readBody(request)) as { query: string; variables: Record<string, unknown> };
+      let document = documents.get(query);
+      if (document === undefined) {
+        document = parse(query);
+        const errors = validate(schema, document);
+        if (errors.length > 0) throw errors[0];
+        documents.set(query, document);
+      }
+      const result = await execute({ schema, document, variableValues: variables, contextValue: contextFor() });
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(result));
+    })().catch((error: unknown) => {
+      response.writeHead(500);
+      response.end(String(error));
+    });
+  });
+  const [gatewayPort, baselinePort] = await Promise.all([listen(gatewayServer), listen(baselineServer)]);
+
+  // Sanity: both servers answer the benchmark queries correctly before anything is timed.
+  for (const port of [gatewayPort, baselinePort]) {
+    const response = await fetch(`http://127.0.0.1:${port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batchBodies[0]! });
+    const json = (await response.json()) as { data?: { getMany: { entries: Array<{ value: unknown }> } }; errors?: unknown };
+    if (json.errors !== undefined || json.data?.getMany.entries.filter((e) => e.value !== null).length !== BATCH) {
+      throw new Error(`server on port ${port} answered wrongly: ${JSON.stringify(json).slice(0, 300)}`);
+    }
+  }
+
+  const figures: Figure[] = [];
+  const report = (name: string, unit: string, value: number): void => {
+    const rounded = Math.round(value * 100) / 100;
+    figures.push({ name, unit, value: rounded });
+    console.log(`${name}: ${rounded} ${unit}`);
+  };
+  const measure = async (label: string, port: number, bodies: string[], keysPerRequest: number): Promise<LoadResult> => {
+    const result = await runLoad(port, bodies);
+    if (result.errors > 0) throw new Error(`${label}: ${result.errors} failed requests`);
+    return { ...result, requests: result.requests * keysPerRequest };
+  };
+
+  const gwSingle = await measure('gateway single', gatewayPort, singleBodies, 1);
+  const bareSingle = await measure('baseline single', baselinePort, singleBodies, 1);
+  const gwBatch = await measure('gateway batched', gatewayPort, batchBodies, BATCH);
+  const bareBatch = await measure('baseline batched', baselinePort, batchBodies, BATCH);
+
+  report('query.key.gateway.rate', 'queries/s', gwSingle.requests / gwSingle.seconds);
+  report('query.key.gateway.p99', 'ms', gwSingle.p99);
+  report('query.key.baseline.rate', 'queries/s', bareSingle.requests / bareSingle.seconds);
+  report('query.key.baseline.p99', 'ms', bareSingle.p99);
+  report('query.key.ratio', 'gateway/baseline', gwSingle.requests / bareSingle.requests);
+  report('query.batched.gateway.rate', 'keys/s', gwBatch.requests / gwBatch.seconds);
+  report('query.batched.gateway.p99', 'ms', gwBatch.p99);
+  report('query.batched.baseline.rate', 'keys/s', bareBatch.requests / bareBatch.seconds);
+  report('query.batched.ratio', 'gateway/baseline', gwBatch.requests / bareBatch.requests);
+
+  await mkdir(new URL('./results/', import.meta.url), { recursive: true });
+  await writeFile(new URL('./results/query.json', import.meta.url), `${JSON.stringify(figures, null, 2)}\n`);
+
+  await Promise.all([close(gatewayServer), close(baselineServer)]);
+  await gateway.dispose();
+  for (const task of tasks) await task.close();
+  await engine.close();
+  await rm(directory, { recursive: true, force: true });
+}
+
+await main();
