@@ -29,6 +29,9 @@ export const ERROR_CODES = {
   TOO_MANY_ALIASES: 'The GraphQL operation uses more aliases than the server allows.',
   TOO_MANY_DIRECTIVES: 'The GraphQL operation uses more directives than the server allows.',
   TOO_MANY_TOKENS: 'The GraphQL document has more tokens than the server allows.',
+  GRAPHQL_PARSE_FAILED: 'The GraphQL document is not syntactically valid.',
+  GRAPHQL_VALIDATION_FAILED: 'The GraphQL operation does not fit the schema (unknown field, wrong argument type, ...).',
+  INTERNAL_SERVER_ERROR: 'An unexpected failure; details are logged, not sent to the client.',
   // processing and kafka
   INVALID_CONFIG: 'A configuration value is missing or invalid.',
   ILLEGAL_STATE_TRANSITION: 'A lifecycle transition that the state machine forbids.',

@@ -14,6 +14,7 @@ import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions
 import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
 import { queryResolvers } from './query-resolvers.js';
+import { useRequestErrorCodes } from './request-error-codes.js';
 import { JSONScalar, KeyScalar, PositionScalar } from './scalars.js';
 import { subscriptionResolvers } from './subscription-resolvers.js';
 
@@ -53,6 +54,7 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     maskedErrors: { maskError: (error) => maskError(error) },
     context,
     plugins: [
+      useRequestErrorCodes(),
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },
         costLimit: { maxCost: options.maxCost, onReject: coded('QUERY_TOO_COSTLY') },

@@ -44,6 +44,10 @@ export function maskError(error: unknown): Error {
     if (isGraphQLErrorLike(original) && typeof original.extensions.code === 'string') {
       return new GraphQLError(graphqlError.message, { nodes, path, extensions: { ...original.extensions } });
     }
+    // graphql-js's own errors are safe to show: without a path they are request errors
+    // (a variable that does not coerce), with one they are a server-side contract slip.
+    const code: ErrorCode = path === null ? 'GRAPHQL_VALIDATION_FAILED' : 'INTERNAL_SERVER_ERROR';
+    return new GraphQLError(graphqlError.message, { nodes, path, extensions: { ...graphqlError.extensions, code } });
   }
   return new GraphQLError('Unexpected error.', { nodes, path, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
 }

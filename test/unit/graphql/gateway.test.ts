@@ -115,3 +115,23 @@ describe('the GraphQL gateway through yoga.fetch', () => {
     expect(await response.text()).toContain('GraphiQL');
   });
 });
+
+describe('error codes', () => {
+  it('gives parse errors, schema violations and uncoercible variables a code too', async () => {
+    const client: Fetch = f.gateway.fetch as Fetch;
+    const url = 'http://gateway.test/graphql';
+    expect((await gql(client, url, '{')).errors?.[0]?.extensions?.code).toBe('GRAPHQL_PARSE_FAILED');
+    expect((await gql(client, url, '{ nope }')).errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const coerced = await gql(client, url, 'query($n: Int) { range(store: "words", first: $n) { position } }', { n: 'abc' });
+    expect(coerced.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(coerced.errors?.[0]?.message).toContain('$n');
+  });
+
+  it('uses only codes listed in the one error table', async () => {
+    const { ERROR_CODES } = await import('../../../src/errors.js');
+    const source = await import('node:fs/promises').then((fs) => fs.readFile(new URL('../../../schema.graphql', import.meta.url), 'utf8'));
+    const documented = [...source.matchAll(/\b([A-Z][A-Z_]{5,})\b/g)].map((m) => m[1]!);
+    const enums = new Set(['NOT_PRESENT', 'NOT_ACTIVE', 'UNKNOWN_QUERY_TYPE', 'DOES_NOT_EXIST', 'CREATED', 'RESTORING', 'RUNNING', 'SUSPENDED', 'CLOSED', 'STARTING', 'REBALANCING', 'PENDING_SHUTDOWN', 'NOT_RUNNING', 'ERROR']);
+    for (const code of documented.filter((c) => !enums.has(c))) expect(Object.keys(ERROR_CODES), code).toContain(code);
+  });
+});
