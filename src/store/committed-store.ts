@@ -35,18 +35,22 @@ export interface CommittedStore {
 export interface CommittedKeyspace {
   readonly storeName: string;
   readonly partition: number;
-  /** Latest committed value, synchronously (the processing path). */
-  getSync(key: string): Buffer | undefined;
+  /** Latest committed value, synchronously (the processing path). Keys here are the user's bytes. */
+  getSync(key: Buffer): Buffer | undefined;
   /** A point-in-time snapshot, taken synchronously; its position is the one stored with its data. */
   snapshot(taskId: string): CommittedSnapshot;
 }
 
 export interface CommittedSnapshot {
   readonly position: Position;
-  get(key: string): Buffer | undefined;
-  getMany(keys: readonly string[]): Promise<Array<Buffer | undefined>>;
-  /** Entries in range order; must be closed (the view closes cursors it still holds). */
-  cursor(query: RangeQuery): CommittedCursor;
+  get(key: Buffer): Buffer | undefined;
+  getMany(keys: readonly Buffer[]): Promise<Array<Buffer | undefined>>;
+  /**
+   * Entries in range order; must be closed (the view closes cursors it still holds).
+   * `firstChunk` sizes the first read when the caller expects to need only about that many
+   * entries (later chunks grow), so a short merged range does not read 1000 entries ahead.
+   */
+  cursor(query: RangeQuery, firstChunk?: number): CommittedCursor;
   close(): Promise<void>;
 }
 

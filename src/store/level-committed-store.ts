@@ -156,12 +156,15 @@ export class LevelCommittedStore implements CommittedStore {
     }
   }
 
-  /** The prefixed key in the shared scratch buffer, valid until the next call. */
-  scratchKey(prefix: Buffer, key: string): Buffer {
+  /**
+   * The prefixed key in the shared scratch buffer, valid until the next call: only for
+   * synchronous calls (getSync copies the key into native memory before it returns).
+   */
+  scratchKey(prefix: Buffer, key: Buffer): Buffer {
     const length = DATA_PREFIX_BYTES + key.length;
     if (this.scratch.length < length) this.scratch = Buffer.allocUnsafe(Math.max(length, this.scratch.length * 2));
     prefix.copy(this.scratch, 0);
-    this.scratch.write(key, DATA_PREFIX_BYTES, 'latin1');
+    key.copy(this.scratch, DATA_PREFIX_BYTES);
     return this.scratch.subarray(0, length);
   }
 
@@ -193,7 +196,7 @@ class LevelKeyspace implements CommittedKeyspace {
     return key;
   }
 
-  getSync(key: string): Buffer | undefined {
+  getSync(key: Buffer): Buffer | undefined {
     try {
       // No options: abstract-level's dedicated fast path; the database defaults are buffers.
       return this.store.db.getSync(this.store.scratchKey(this.prefix, key));
@@ -235,7 +238,7 @@ class LevelSnapshotView implements CommittedSnapshot {
     if (this.closed) throw storeClosedError('read view');
   }
 
-  get(key: string): Buffer | undefined {
+  get(key: Buffer): Buffer | undefined {
     this.checkOpen();
     try {
       return this.keyspace.store.db.getSync(this.keyspace.store.scratchKey(this.keyspace.prefix, key), this.options);
@@ -244,11 +247,11 @@ class LevelSnapshotView implements CommittedSnapshot {
     }
   }
 
-  async getMany(keys: readonly string[]): Promise<Array<Buffer | undefined>> {
+  async getMany(keys: readonly Buffer[]): Promise<Array<Buffer | undefined>> {
     this.checkOpen();
     try {
       return await this.keyspace.store.db.getMany(
-        keys.map((key) => dataKey(this.keyspace.prefix, key)),
+        keys.map((key) => Buffer.concat([this.keyspace.prefix, key])),
         this.options,
       );
     } catch (error) {
@@ -256,7 +259,7 @@ class LevelSnapshotView implements CommittedSnapshot {
     }
   }
 
-  cursor(query: RangeQuery): CommittedCursor {
+  cursor(query: RangeQuery, firstChunk?: number): CommittedCursor {
     this.checkOpen();
     const { prefix } = this.keyspace;
     const { bounds } = query;
@@ -277,7 +280,7 @@ class LevelSnapshotView implements CommittedSnapshot {
     } catch (error) {
       throw toStoreError(error, `store ${this.keyspace.storeName}`);
     }
-    const chunkSize = Math.min(CURSOR_CHUNK, query.limit);
+    let chunkSize = Math.max(1, Math.min(CURSOR_CHUNK, query.limit, firstChunk ?? CURSOR_CHUNK));
     let done = false;
     return {
       next: async () => {
@@ -285,6 +288,7 @@ class LevelSnapshotView implements CommittedSnapshot {
         let entries: Array<[Buffer, Buffer]>;
         try {
           entries = (await iterator.nextv(chunkSize)) as Array<[Buffer, Buffer]>;
+          chunkSize = Math.min(CURSOR_CHUNK, chunkSize * 4);
         } catch (error) {
           throw toStoreError(error, `store ${this.keyspace.storeName}`);
         }

@@ -6,7 +6,7 @@
 import { IqgateError } from '../errors.js';
 import { Position, type PositionJSON } from './position.js';
 import { isAboveUpper, isBelowLower, type RangeQuery } from './key-bounds.js';
-import { createSortedMap, fromInternalKey, type SortedMap } from './sorted-map.js';
+import { createSortedMap, fromInternalKey, toInternalKey, type SortedMap } from './sorted-map.js';
 import { storeClosedError } from './store-errors.js';
 import type {
   CommittedCursor,
@@ -107,9 +107,9 @@ class MemoryKeyspace implements CommittedKeyspace {
     return this.store.database.keyspaces.get(this.name)!;
   }
 
-  getSync(key: string): Buffer | undefined {
+  getSync(key: Buffer): Buffer | undefined {
     this.store.checkOpen();
-    return this.tree().get(key);
+    return this.tree().get(toInternalKey(key));
   }
 
   snapshot(taskId: string): CommittedSnapshot {
@@ -134,14 +134,14 @@ class MemorySnapshot implements CommittedSnapshot {
     if (this.closed) throw storeClosedError('read view');
   }
 
-  get(key: string): Buffer | undefined {
+  get(key: Buffer): Buffer | undefined {
     this.checkOpen();
-    return this.tree.get(key);
+    return this.tree.get(toInternalKey(key));
   }
 
-  async getMany(keys: readonly string[]): Promise<Array<Buffer | undefined>> {
+  async getMany(keys: readonly Buffer[]): Promise<Array<Buffer | undefined>> {
     this.checkOpen();
-    return keys.map((key) => this.tree.get(key));
+    return keys.map((key) => this.tree.get(toInternalKey(key)));
   }
 
   cursor(query: RangeQuery): CommittedCursor {

@@ -44,7 +44,7 @@ interface Head {
  */
 export async function* mergeRange(
   layers: readonly MemoryLayer[],
-  openCursor: (query: RangeQuery) => CommittedCursor,
+  openCursor: (query: RangeQuery, firstChunk?: number) => CommittedCursor,
   query: RangeQuery,
 ): AsyncGenerator<KeyValue, void, undefined> {
   if (query.limit === 0) return;
@@ -57,7 +57,9 @@ export async function* mergeRange(
   // cursor may apply the limit). Otherwise tombstones may mask committed entries, so the
   // committed cursor runs unlimited (it is read lazily, chunk by chunk).
   const passThrough = heads.every((head) => head === undefined);
-  const cursor = openCursor(passThrough || query.limit === Infinity ? query : { ...query, limit: Infinity });
+  const cursor = passThrough || query.limit === Infinity
+    ? openCursor(query)
+    : openCursor({ ...query, limit: Infinity }, query.limit + 16);
   try {
     if (passThrough) {
       let emitted = 0;

@@ -30,32 +30,29 @@ export class LayeredReadView implements ReadView {
     if (this.closed) throw storeClosedError('read view');
   }
 
-  private getOne(key: string): Buffer | undefined {
-    for (const layer of this.layers) {
-      const value = layer.get(key);
-      if (value !== undefined) return value ?? undefined;
+  async get(key: Bytes): Promise<Bytes | undefined> {
+    this.checkOpen();
+    if (!Buffer.isBuffer(key)) throw new TypeError('key must be a Buffer');
+    if (this.layers.length > 0) {
+      const k = toInternalKey(key);
+      for (const layer of this.layers) {
+        const value = layer.get(k);
+        if (value !== undefined) return value ?? undefined;
+      }
     }
     return this.snapshot.get(key);
   }
 
-  async get(key: Bytes): Promise<Bytes | undefined> {
-    this.checkOpen();
-    if (!Buffer.isBuffer(key)) throw new TypeError('key must be a Buffer');
-    return this.getOne(toInternalKey(key));
-  }
-
   async getMany(keys: readonly Bytes[]): Promise<Array<Bytes | undefined>> {
     this.checkOpen();
-    const internal = keys.map((key) => {
-      if (!Buffer.isBuffer(key)) throw new TypeError('keys must be Buffers');
-      return toInternalKey(key);
-    });
-    const results = new Array<Bytes | undefined>(internal.length);
+    for (const key of keys) if (!Buffer.isBuffer(key)) throw new TypeError('keys must be Buffers');
+    const results = new Array<Bytes | undefined>(keys.length);
     const missing: number[] = [];
-    for (let i = 0; i < internal.length; i++) {
+    for (let i = 0; i < keys.length; i++) {
       let found = false;
+      const k = this.layers.length > 0 ? toInternalKey(keys[i]!) : '';
       for (const layer of this.layers) {
-        const value = layer.get(internal[i]!);
+        const value = layer.get(k);
         if (value !== undefined) {
           results[i] = value ?? undefined;
           found = true;
@@ -65,7 +62,7 @@ export class LayeredReadView implements ReadView {
       if (!found) missing.push(i);
     }
     if (missing.length > 0) {
-      const values = await this.snapshot.getMany(missing.map((i) => internal[i]!));
+      const values = await this.snapshot.getMany(missing.map((i) => keys[i]!));
       for (let j = 0; j < missing.length; j++) results[missing[j]!] = values[j];
     }
     return results;
@@ -82,12 +79,12 @@ export class LayeredReadView implements ReadView {
   }
 
   private read(query: RangeQuery): AsyncIterableIterator<KeyValue> {
-    return mergeRange(this.layers, (q) => this.openCursor(q), query);
+    return mergeRange(this.layers, (q, firstChunk) => this.openCursor(q, firstChunk), query);
   }
 
-  private openCursor(query: RangeQuery): CommittedCursor {
+  private openCursor(query: RangeQuery, firstChunk?: number): CommittedCursor {
     this.checkOpen();
-    const cursor = this.snapshot.cursor(query);
+    const cursor = this.snapshot.cursor(query, firstChunk);
     this.cursors.add(cursor);
     return {
       next: () => cursor.next(),

@@ -26,27 +26,39 @@ import type { UncommittedBudget } from './uncommitted-budget.js';
 export class CacheEntry {
   prev: CacheEntry | null = null;
   next: CacheEntry | null = null;
-  dirty: boolean;
-  readonly size: number;
+  /** Neighbours in the owner's dirty list (write order); only meaningful while dirty. */
+  dirtyPrev: CacheEntry | null = null;
+  dirtyNext: CacheEntry | null = null;
+  dirty = false;
+  value: Buffer | null;
+  source: RecordSource | null = null;
+  size: number;
 
   constructor(
     readonly owner: NamedCache,
     readonly key: string,
-    readonly keyBytes: Buffer,
-    readonly value: Buffer | null,
-    readonly source: RecordSource | null,
+    public keyBytes: Buffer,
+    value: Buffer | null,
   ) {
-    this.dirty = source !== null;
+    this.value = value;
     this.size = key.length + (value === null ? 0 : value.length) + ENTRY_OVERHEAD_BYTES;
   }
 }
 
-/** Receives a NamedCache's dirty entries, in write order, when they are flushed. */
-export type CacheFlushHandler = (entries: readonly CacheEntry[]) => void;
+/**
+ * Receives a NamedCache's dirty entries, in write order, when they are flushed, together with
+ * the same entries as a sorted map (key → latest value) and their accounted bytes, which the
+ * write batch can adopt whole when it is empty.
+ */
+export type CacheFlushHandler = (entries: readonly CacheEntry[], sorted: SortedMap<Buffer | null>, bytes: number) => void;
 
 export class NamedCache {
   readonly entries = new Map<string, CacheEntry>();
-  dirty = new Map<string, CacheEntry>();
+  /** Dirty entries in order of their latest write (an intrusive list: no per-write Map operations). */
+  dirtyHead: CacheEntry | null = null;
+  dirtyTail: CacheEntry | null = null;
+  dirtyCount = 0;
+  /** The dirty entries' values by key, copy-on-write: what uncommitted read views see of the cache. */
   dirtySorted: SortedMap<Buffer | null> = createSortedMap<Buffer | null>();
   dirtyBytes = 0;
 
@@ -82,41 +94,72 @@ export class RecordCache {
 
   /** A write: becomes the key's dirty entry; may evict (and so flush) entries of any NamedCache. */
   putDirty(cache: NamedCache, key: string, keyBytes: Buffer, value: Buffer | null, source: RecordSource): void {
-    const entry = new CacheEntry(cache, key, keyBytes, value, source);
-    this.replace(cache, entry);
-    cache.dirty.delete(key);
-    cache.dirty.set(key, entry);
+    let entry = cache.entries.get(key);
+    if (entry === undefined) {
+      entry = new CacheEntry(cache, key, keyBytes, value);
+      cache.entries.set(key, entry);
+      this.byteCount += entry.size;
+    } else {
+      // Entries are mutable: read views never see them (they clone dirtySorted instead).
+      if (entry.dirty) {
+        cache.dirtyBytes -= entry.size;
+        this.budget.add(-entry.size);
+        this.unlinkDirty(entry);
+      }
+      this.byteCount -= entry.size;
+      entry.keyBytes = keyBytes;
+      entry.value = value;
+      entry.size = key.length + (value === null ? 0 : value.length) + ENTRY_OVERHEAD_BYTES;
+      this.byteCount += entry.size;
+      if (entry !== this.tail) this.unlink(entry);
+    }
+    if (entry !== this.tail) this.append(entry);
+    entry.source = source;
+    entry.dirty = true;
+    this.appendDirty(entry);
     cache.dirtySorted.set(key, value);
     cache.dirtyBytes += entry.size;
     this.budget.add(entry.size);
-    this.evictIfNeeded();
+    if (this.byteCount > this.maxBytes) this.evict();
   }
 
-  /** Caches a value read from a lower layer. */
+  /** Caches a value read from a lower layer (the key is not cached yet). */
   putClean(cache: NamedCache, key: string, keyBytes: Buffer, value: Buffer): void {
-    this.replace(cache, new CacheEntry(cache, key, keyBytes, value, null));
-    this.evictIfNeeded();
+    const entry = new CacheEntry(cache, key, keyBytes, value);
+    cache.entries.set(key, entry);
+    this.byteCount += entry.size;
+    this.append(entry);
+    if (this.byteCount > this.maxBytes) this.evict();
   }
 
   /** Hands the NamedCache's dirty entries, in write order, to its flush handler; they stay as clean entries. */
   flush(cache: NamedCache): void {
-    if (cache.dirty.size === 0) return;
-    const flushed = [...cache.dirty.values()];
-    for (const entry of flushed) entry.dirty = false;
-    this.budget.add(-cache.dirtyBytes);
-    cache.dirty = new Map();
-    cache.dirtySorted = createSortedMap<Buffer | null>();
-    cache.dirtyBytes = 0;
-    cache.onFlush(flushed);
+    if (cache.dirtyCount === 0) return;
+    const flushed = new Array<CacheEntry>(cache.dirtyCount);
+    let i = 0;
+    for (let entry = cache.dirtyHead; entry !== null; entry = entry.dirtyNext) {
+      flushed[i++] = entry;
+      entry.dirty = false;
+    }
+    for (const entry of flushed) entry.dirtyPrev = entry.dirtyNext = null;
+    const sorted = cache.dirtySorted;
+    const bytes = cache.dirtyBytes;
+    this.budget.add(-bytes);
+    this.resetDirty(cache);
+    cache.onFlush(flushed, sorted, bytes);
   }
 
   /** Drops every entry of the NamedCache, dirty ones included (abort, close). */
   drop(cache: NamedCache): void {
-    for (const entry of cache.entries.values()) this.remove(entry);
+    for (const entry of cache.entries.values()) {
+      this.unlink(entry);
+      this.byteCount -= entry.size;
+      entry.dirty = false;
+      entry.dirtyPrev = entry.dirtyNext = null;
+    }
+    cache.entries.clear();
     this.budget.add(-cache.dirtyBytes);
-    cache.dirty = new Map();
-    cache.dirtySorted = createSortedMap<Buffer | null>();
-    cache.dirtyBytes = 0;
+    this.resetDirty(cache);
   }
 
   /** Drops the clean entries (after a restore wrote the committed store directly). */
@@ -124,22 +167,14 @@ export class RecordCache {
     for (const entry of cache.entries.values()) if (!entry.dirty) this.remove(entry);
   }
 
-  private replace(cache: NamedCache, entry: CacheEntry): void {
-    const previous = cache.entries.get(entry.key);
-    if (previous !== undefined) {
-      if (previous.dirty) {
-        cache.dirtyBytes -= previous.size;
-        this.budget.add(-previous.size);
-      }
-      this.unlink(previous);
-      this.byteCount -= previous.size;
-    }
-    cache.entries.set(entry.key, entry);
-    this.append(entry);
-    this.byteCount += entry.size;
+  private resetDirty(cache: NamedCache): void {
+    cache.dirtyHead = cache.dirtyTail = null;
+    cache.dirtyCount = 0;
+    cache.dirtySorted = createSortedMap<Buffer | null>();
+    cache.dirtyBytes = 0;
   }
 
-  private evictIfNeeded(): void {
+  private evict(): void {
     while (this.byteCount > this.maxBytes && this.head !== null) {
       const eldest = this.head;
       if (eldest.dirty) this.flush(eldest.owner);
@@ -148,14 +183,11 @@ export class RecordCache {
     }
   }
 
+  /** Removes a clean entry. */
   private remove(entry: CacheEntry): void {
     this.unlink(entry);
     this.byteCount -= entry.size;
     entry.owner.entries.delete(entry.key);
-    if (entry.dirty) {
-      // Only drop() removes dirty entries; it settles dirtyBytes and the budget itself.
-      entry.dirty = false;
-    }
   }
 
   private append(entry: CacheEntry): void {
@@ -173,5 +205,25 @@ export class RecordCache {
     else entry.next.prev = entry.prev;
     entry.prev = null;
     entry.next = null;
+  }
+
+  private appendDirty(entry: CacheEntry): void {
+    const cache = entry.owner;
+    entry.dirtyPrev = cache.dirtyTail;
+    entry.dirtyNext = null;
+    if (cache.dirtyTail === null) cache.dirtyHead = entry;
+    else cache.dirtyTail.dirtyNext = entry;
+    cache.dirtyTail = entry;
+    cache.dirtyCount++;
+  }
+
+  private unlinkDirty(entry: CacheEntry): void {
+    const cache = entry.owner;
+    if (entry.dirtyPrev === null) cache.dirtyHead = entry.dirtyNext;
+    else entry.dirtyPrev.dirtyNext = entry.dirtyNext;
+    if (entry.dirtyNext === null) cache.dirtyTail = entry.dirtyPrev;
+    else entry.dirtyNext.dirtyPrev = entry.dirtyPrev;
+    entry.dirtyPrev = entry.dirtyNext = null;
+    cache.dirtyCount--;
   }
 }

@@ -27,6 +27,16 @@ export class WriteBatch {
     return delta;
   }
 
+  /**
+   * Takes over a sorted map whose accounted bytes are known (a flushed NamedCache's dirty
+   * entries), instead of copying it entry by entry; only for an empty batch.
+   */
+  adopt(tree: SortedMap<BatchValue>, bytes: number): void {
+    if (this.tree.size !== 0) throw new Error('WriteBatch.adopt needs an empty batch');
+    this.tree = tree;
+    this.byteCount = bytes;
+  }
+
   /** The value, null for a tombstone, undefined when this batch does not know the key. */
   get(key: string): BatchValue | undefined {
     return this.tree.get(key);
