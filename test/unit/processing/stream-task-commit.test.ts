@@ -1,0 +1,157 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
+import { serdes } from '../../../src/store/serdes.js';
+import { createInMemoryDatabase } from '../../../src/store/index.js';
+import { COMMIT_STEPS } from '../../../src/processing/stream-task.js';
+import { FakeBroker } from './fake-kafka.js';
+import { send, startHarness, type Harness } from './manager-harness.js';
+
+function countTopology() {
+  const b = new StreamsBuilder();
+  b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream().to('out');
+  return b.build();
+}
+
+const harnesses: Harness[] = [];
+afterEach(async () => {
+  for (const h of harnesses.splice(0)) {
+    await h.manager.closeAll();
+    await h.engine.close();
+  }
+});
+
+describe('the commit protocol of a task', () => {
+  it('runs flush → send → offsets → Kafka commit → store commit, in that order, and the store commit only after Kafka', async () => {
+    const broker = new FakeBroker();
+    broker.createTopic('in', 1);
+    broker.createTopic('out', 1);
+    const committedAt = new Map<string, number | undefined>();
+    const h = await startHarness({
+      topology: countTopology(), partitions: 1, broker,
+      onCommitStep: (step, taskId, harness) => {
+        const task = harness.manager.localTasks().find((t) => t.id === taskId);
+        committedAt.set(step, task?.stores?.store('counts').committedPosition().offset('in', 0));
+      },
+    });
+    harnesses.push(h);
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await h.manager.control.idle();
+    for (let i = 0; i < 5; i += 1) send(broker, 'in', 0, 'a', `x${i}`);
+    await h.pump();
+    broker.calls.length = 0;
+    await h.commitAll();
+
+    expect(h.steps).toEqual(COMMIT_STEPS.map((s) => `0_0:${s}`));
+    expect(broker.calls).toEqual(['send:10', 'sendOffsets', 'commit']); // 5 changelog + 5 output records
+    // Before the store commit the committed store has not moved; after it, it has the position.
+    expect(committedAt.get('after-kafka-commit')).toBeUndefined();
+    expect(committedAt.get('after-store-commit')).toBe(4);
+    expect(await h.counts('counts', 0)).toEqual(new Map([['a', 5]]));
+    expect(broker.groupOffsets.get('app:in:0')).toBe(5);
+    expect(broker.readCommitted('out', 0, 0).records.map((r) => serdes.int32.deserialize(r.value as Buffer))).toEqual([1, 2, 3, 4, 5]);
+    // The changelog carries the input record of each write in its headers.
+    const changelog = broker.readCommitted('app-counts-changelog', 0, 0).records;
+    expect(changelog.map((r) => r.headers['iqgate-src-offset'])).toEqual(['0', '1', '2', '3', '4']);
+  });
+
+  it('keeps uncommitted writes out of the committed store until the commit', async () => {
+    const broker = new FakeBroker();
+    broker.createTopic('in', 1);
+    broker.createTopic('out', 1);
+    const h = await startHarness({ topology: countTopology(), partitions: 1, broker });
+    harnesses.push(h);
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await h.manager.control.idle();
+    send(broker, 'in', 0, 'a', 'x');
+    await h.pump();
+    expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
+    expect(await h.counts('counts', 0, true)).toEqual(new Map());
+    expect(broker.readCommitted('out', 0, 0).records).toEqual([]);
+  });
+
+  it('repairs a commit that failed after the Kafka commit: the task re-initialises and restore replays the committed tail', async () => {
+    const broker = new FakeBroker();
+    broker.createTopic('in', 1);
+    broker.createTopic('out', 1);
+    let failOnce = true;
+    const h = await startHarness({
+      topology: countTopology(), partitions: 1, broker,
+      onCommitStep: (step) => {
+        if (step === 'after-kafka-commit' && failOnce) {
+          failOnce = false;
+          throw new Error('crash between the Kafka commit and the store commit');
+        }
+      },
+    });
+    harnesses.push(h);
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await h.manager.control.idle();
+    for (let i = 0; i < 3; i += 1) send(broker, 'in', 0, 'a', 'x');
+    await h.pump();
+    await h.commitAll();
+    // Kafka committed (offsets, output), the store did not: the stored changelog offset is behind.
+    expect(broker.groupOffsets.get('app:in:0')).toBe(3);
+    const task = h.manager.localTasks()[0];
+    await waitFor(() => task?.state === 'RUNNING' && h.restores.some((r) => r.done && r.restored > 0));
+    expect(h.restores.filter((r) => r.done).at(-1)?.restored).toBe(3); // only the tail
+    expect(await h.counts('counts', 0)).toEqual(new Map([['a', 3]]));
+    // Processing continues from the committed offsets, without duplicates.
+    send(broker, 'in', 0, 'a', 'x');
+    await h.pump();
+    await h.commitAll();
+    expect(await h.counts('counts', 0)).toEqual(new Map([['a', 4]]));
+    expect(broker.readCommitted('out', 0, 0).records.map((r) => serdes.int32.deserialize(r.value as Buffer))).toEqual([1, 2, 3, 4]);
+  });
+
+  it('aborts a commit whose send fails: the store stays at the last commit and the records are processed again', async () => {
+    const broker = new FakeBroker();
+    broker.createTopic('in', 1);
+    broker.createTopic('out', 1);
+    const h = await startHarness({ topology: countTopology(), partitions: 1, broker });
+    harnesses.push(h);
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await h.manager.control.idle();
+    send(broker, 'in', 0, 'a', 'x');
+    await h.pump();
+    h.failures.send = true;
+    await h.commitAll();
+    h.failures.send = false;
+    expect(await h.counts('counts', 0)).toEqual(new Map());
+    const task = h.manager.localTasks()[0];
+    await waitFor(() => task?.state === 'RUNNING');
+    await h.pump();
+    await h.commitAll();
+    expect(await h.counts('counts', 0)).toEqual(new Map([['a', 1]]));
+    expect(broker.readCommitted('out', 0, 0).records).toHaveLength(1);
+  });
+
+  it('restores only the changelog tail after a restart on the same committed data', async () => {
+    const broker = new FakeBroker();
+    broker.createTopic('in', 1);
+    broker.createTopic('out', 1);
+    const database = createInMemoryDatabase();
+    const first = await startHarness({ topology: countTopology(), partitions: 1, broker, database });
+    first.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await first.manager.control.idle();
+    for (let i = 0; i < 4; i += 1) send(broker, 'in', 0, 'k', 'x');
+    await first.pump();
+    await first.commitAll();
+    await first.manager.closeAll();
+    await first.engine.close();
+
+    const second = await startHarness({ topology: countTopology(), partitions: 1, broker, database });
+    harnesses.push(second);
+    second.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await second.manager.control.idle();
+    expect(second.restores.filter((r) => r.done).map((r) => r.restored)).toEqual([0]);
+    expect(await second.counts('counts', 0)).toEqual(new Map([['k', 4]]));
+  });
+});
+
+async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
