@@ -5,6 +5,7 @@
  * a way to send requests.
  */
 import { expect } from 'vitest';
+import { Position } from '../../../src/store/position.js';
 import { gql, subscribe, type Fetch, type Fixture } from './gateway-fixture.js';
 
 export interface Client {
@@ -200,8 +201,7 @@ export async function checkSubscriptions(f: Fixture, client: Client): Promise<vo
     changes(store: "words", keys: ["sub-a", "sub-b"], after: $after) { key value deleted committed partition position resumeAfter }
   }`;
   const sub = await subscribe<any>(client.fetch, client.url, query);
-  const first = waitForListener(f, 'sub-a');
-  await first;
+  await waitForListener(f, 'sub-a');
   f.put('words', 'sub-a', 1);
   f.put('words', 'other', 1);
   await f.commit();
@@ -227,10 +227,17 @@ export async function checkSubscriptions(f: Fixture, client: Client): Promise<vo
   const last = events.at(-1);
   const resumeAfter = last.resumeAfter;
   sub.close();
+  // Closing the stream ends the server-side subscription and releases its store listeners.
+  const partitionA = f.partitionOf('words', 'sub-a');
+  await waitUntil(() => listenerCount(f, partitionA) === 0);
 
   // Resume: a restore that replays already-seen offsets is skipped; a new commit comes through.
   const resumed = await subscribe<any>(client.fetch, client.url, query, { after: resumeAfter });
   await waitForListener(f, 'sub-a');
+  // A replay of an already-seen commit (a restore at the same position) is at or below the
+  // resume position and must be skipped; the next new commit must come through first.
+  const lastA = events.filter((e) => e.key === 'sub-a').at(-1);
+  await f.tasks[partitionA]!.restore('words', [{ key: Buffer.from('sub-a'), value: Buffer.from('99') }], 1, Position.fromJSON(lastA.position));
   f.put('words', 'sub-a', 5);
   await f.commit();
   const next = (await resumed.next()).changes;
