@@ -65,11 +65,18 @@ function decodeMeta(bytes: Buffer | undefined): StoreMeta | undefined {
   }
 }
 
+/** Buffer#latin1Write: what write(s, offset, 'latin1') ends in; public but missing from @types/node. */
+interface Latin1Writer {
+  latin1Write(text: string, offset: number): number;
+}
+
 export class LevelCommittedStore implements CommittedStore {
   private readonly storeIds = new Map<string, number>();
   private nextStoreId = 1;
   /** Scratch buffer for synchronous lookups: getSync copies the key before returning. */
   private scratch = Buffer.allocUnsafe(256);
+  /** Scratch buffer for keys put into a chained batch (see commit). */
+  private batchScratch = Buffer.allocUnsafe(256);
 
   private constructor(readonly db: Db) {}
 
@@ -142,9 +149,25 @@ export class LevelCommittedStore implements CommittedStore {
     try {
       for (const write of writes) {
         const keyspace = write.keyspace as LevelKeyspace;
+        // classic-level's chained batch copies each key into the native WriteBatch inside
+        // put()/del() (LEVEL-NOTES §1), and abstract-level keeps no reference to it unless
+        // 'write' listeners or prewrite hooks exist, which this database never has: so one
+        // scratch buffer serves every key instead of an allocation per entry.
+        // A view of the scratch is reused while keys keep the same length (the common case).
+        const { prefix } = keyspace;
+        let scratch = this.batchScratch;
+        prefix.copy(scratch, 0);
+        let fullKey = scratch.subarray(0, 0);
         for (const [key, value] of write.entries) {
-          if (value === null) batch.del(dataKey(keyspace.prefix, key));
-          else batch.put(dataKey(keyspace.prefix, key), value);
+          const length = DATA_PREFIX_BYTES + key.length;
+          if (scratch.length < length) {
+            scratch = this.batchScratch = Buffer.allocUnsafe(Math.max(length, scratch.length * 2));
+            prefix.copy(scratch, 0);
+          }
+          (scratch as unknown as Latin1Writer).latin1Write(key, DATA_PREFIX_BYTES);
+          if (fullKey.length !== length || fullKey.buffer !== scratch.buffer) fullKey = scratch.subarray(0, length);
+          if (value === null) batch.del(fullKey);
+          else batch.put(fullKey, value);
         }
         batch.put(keyspace.metaKey(taskId), encodeMeta(write.meta));
       }

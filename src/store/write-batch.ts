@@ -55,7 +55,11 @@ export class WriteBatch {
     return this.tree.clone();
   }
 
+  /**
+   * Entries in key order. The pair array is reused from one step to the next (sorted-btree's
+   * reusedArray, no allocation per entry): destructure it, do not keep it.
+   */
   entries(): IterableIterator<[string, BatchValue]> {
-    return this.tree.entries();
+    return this.tree.entries(undefined, []);
   }
 }
