@@ -14,14 +14,19 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { execute, parse, validate, type DocumentNode } from 'graphql';
-import { createContextFactory, createGateway, createGatewaySchema } from '../src/graphql/create-gateway.js';
-import { resolveGatewayOptions } from '../src/graphql/gateway-options.js';
-import { partitionForKey } from '../src/query/murmur2.js';
-import { StaticStateProvider } from '../src/query/static-state-provider.js';
-import { openLevelStoreEngine } from '../src/store/level-engine.js';
-import { serdes } from '../src/store/serdes.js';
+import type { DocumentNode } from 'graphql';
 import type { Serde, TaskStores } from '../src/store/types.js';
+
+// As a production server runs: graphql-js skips its development-only instanceof checks. Set
+// before graphql is first loaded, hence the dynamic imports below.
+process.env.NODE_ENV ??= 'production';
+const { execute, parse, validate } = await import('graphql');
+const { createContextFactory, createGateway, createGatewaySchema } = await import('../src/graphql/create-gateway.js');
+const { resolveGatewayOptions } = await import('../src/graphql/gateway-options.js');
+const { partitionForKey } = await import('../src/query/murmur2.js');
+const { StaticStateProvider } = await import('../src/query/static-state-provider.js');
+const { openLevelStoreEngine } = await import('../src/store/level-engine.js');
+const { serdes } = await import('../src/store/serdes.js');
 
 const PARTITIONS = 4;
 const KEYS = 20_000;
