@@ -16,8 +16,8 @@ type Op =
   | { op: 'delete'; key: string }
   | { op: 'flush' }
   | { op: 'get'; key: string }
-  | { op: 'range'; from?: string; to?: string; desc: boolean; limit?: number; readCommitted: boolean }
-  | { op: 'prefix'; prefix: string; desc: boolean; limit?: number; readCommitted: boolean }
+  | { op: 'range'; from?: string | undefined; to?: string | undefined; desc: boolean; limit?: number | undefined; readCommitted: boolean }
+  | { op: 'prefix'; prefix: string; desc: boolean; limit?: number | undefined; readCommitted: boolean }
   | { op: 'commit' }
   | { op: 'abort' }
   | { op: 'crash' }
