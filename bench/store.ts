@@ -219,7 +219,13 @@ async function main(): Promise<void> {
       let n = 0;
       try {
         const size = limit < 0 ? 1000 : Math.min(limit, 1000);
-        for (let chunk = await iterator.nextv(size); chunk.length > 0; chunk = await iterator.nextv(size)) n += chunk.length;
+        // The same output as the stack's: entries with the keyspace prefix stripped.
+        for (let chunk = await iterator.nextv(size); chunk.length > 0; chunk = await iterator.nextv(size)) {
+          for (const [key, value] of chunk) {
+            const entry = { key: key.subarray(prefix.length), value };
+            n += entry.key.length > 0 ? 1 : 0;
+          }
+        }
       } finally {
         await iterator.close();
       }

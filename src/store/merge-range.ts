@@ -1,10 +1,14 @@
 /**
- * Range reads over the layers of an uncommitted view: record-cache dirty entries over the
- * write batch over a batch whose commit is in flight over the committed store. A key's value
- * comes from the highest layer that has it; a tombstone (null) there masks the lower layers,
- * for ranges as for single keys. (Kafka Streams' CachingKeyValueStore merges only cache and
- * store, with MergedSortedCacheKeyValueBytesStoreIterator; KIP-892 adds the transaction
- * buffer the same way. iqgate always merges the cache in, also for ranges.)
+ * Range reads over the layers of a view: record-cache dirty entries over the write batch
+ * over a batch whose commit is in flight over the committed store. A key's value comes from
+ * the highest layer that has it; a tombstone (null) there masks the lower layers, for ranges
+ * as for single keys. (Kafka Streams' CachingKeyValueStore merges only cache and store, with
+ * MergedSortedCacheKeyValueBytesStoreIterator; KIP-892 adds the transaction buffer the same
+ * way. iqgate always merges the cache in, also for ranges.)
+ *
+ * The merge works chunk by chunk: it is synchronous except when the committed cursor needs
+ * its next chunk, and the iterator hands out entries of a ready chunk without an async
+ * generator's per-entry machinery (the committed scan is the hot path of range queries).
  */
 import { isAboveUpper, isBelowLower, type RangeQuery } from './key-bounds.js';
 import { fromInternalKey, toInternalKey, type SortedMap } from './sorted-map.js';
@@ -12,6 +16,8 @@ import type { CommittedCursor } from './committed-store.js';
 import type { KeyValue } from './types.js';
 
 export type MemoryLayer = SortedMap<Buffer | null>;
+
+const OUTPUT_CHUNK = 1000;
 
 /** A sync iterator over one in-memory layer within the query's bounds, in query order. */
 function* layerEntries(layer: MemoryLayer, query: RangeQuery): Generator<[string, Buffer | null]> {
@@ -38,62 +44,143 @@ interface Head {
   committed: KeyValue | undefined;
 }
 
+/** Produces the next chunk of output entries, or undefined at the end. */
+type ChunkSource = () => Promise<readonly KeyValue[] | undefined>;
+
 /**
- * Merges `layers` (highest priority first) over the committed cursor, which is opened only
- * when iteration starts and closed on every exit path (end, early return, error).
+ * An async iterator over chunks: entries of a ready chunk come out as already-resolved
+ * promises. `onClose` runs exactly once, at the end, on `return()` (early exit of
+ * `for await`), or after an error.
  */
-export async function* mergeRange(
+class ChunkIterator implements AsyncIterableIterator<KeyValue> {
+  private chunk: readonly KeyValue[] = [];
+  private index = 0;
+  private finished = false;
+
+  constructor(
+    private readonly source: ChunkSource,
+    private readonly onClose: () => Promise<void>,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<KeyValue> {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<KeyValue, undefined>> {
+    if (this.index < this.chunk.length) return Promise.resolve({ done: false, value: this.chunk[this.index++]! });
+    if (this.finished) return Promise.resolve({ done: true, value: undefined });
+    return this.fill();
+  }
+
+  private async fill(): Promise<IteratorResult<KeyValue, undefined>> {
+    let chunk: readonly KeyValue[] | undefined;
+    try {
+      chunk = await this.source();
+    } catch (error) {
+      await this.finish();
+      throw error;
+    }
+    if (chunk === undefined || chunk.length === 0) {
+      await this.finish();
+      return { done: true, value: undefined };
+    }
+    this.chunk = chunk;
+    this.index = 1;
+    return { done: false, value: chunk[0]! };
+  }
+
+  private async finish(): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    this.chunk = [];
+    await this.onClose();
+  }
+
+  async return(): Promise<IteratorResult<KeyValue, undefined>> {
+    await this.finish();
+    return { done: true, value: undefined };
+  }
+}
+
+/**
+ * Merges `layers` (highest priority first) over the committed cursor. The cursor is opened
+ * when the first entry is asked for and closed on every exit path (end, early return, error).
+ */
+export function mergeRange(
   layers: readonly MemoryLayer[],
   openCursor: (query: RangeQuery, firstChunk?: number) => CommittedCursor,
   query: RangeQuery,
-): AsyncGenerator<KeyValue, void, undefined> {
-  if (query.limit === 0) return;
-  const iterators = layers.map((layer) => layerEntries(layer, query));
-  const heads: Array<Head | undefined> = iterators.map((iterator) => {
-    const step = iterator.next();
-    return step.done === true ? undefined : { key: step.value[0], value: step.value[1], committed: undefined };
-  });
-  // Fast path: nothing in memory within the bounds, stream the committed store as is (its
-  // cursor may apply the limit). Otherwise tombstones may mask committed entries, so the
-  // committed cursor runs unlimited (it is read lazily, chunk by chunk).
-  const passThrough = heads.every((head) => head === undefined);
-  const cursor = passThrough || query.limit === Infinity
-    ? openCursor(query)
-    : openCursor({ ...query, limit: Infinity }, query.limit + 16);
-  try {
-    if (passThrough) {
-      let emitted = 0;
-      for (let chunk = await cursor.next(); chunk !== undefined; chunk = await cursor.next()) {
-        for (const entry of chunk) {
-          yield entry;
-          if (++emitted >= query.limit) return;
-        }
-      }
-      return;
+): AsyncIterableIterator<KeyValue> {
+  let cursor: CommittedCursor | undefined;
+  let source: ChunkSource | undefined;
+  const start: ChunkSource = () => {
+    if (query.limit === 0) return Promise.resolve(undefined);
+    const iterators = layers.map((layer) => layerEntries(layer, query));
+    const heads = iterators.map(nextHead);
+    if (heads.every((head) => head === undefined)) {
+      // Nothing in memory within the bounds: the committed chunks are the output, and the
+      // committed cursor applies the limit.
+      const opened = (cursor = openCursor(query));
+      source = () => opened.next();
+    } else {
+      // Tombstones may mask committed entries, so the committed cursor runs unlimited; it is
+      // read lazily, and its first chunk is sized for the limit.
+      const opened = (cursor = query.limit === Infinity ? openCursor(query) : openCursor({ ...query, limit: Infinity }, query.limit + 16));
+      source = mergedChunks(iterators, heads, opened, query);
     }
+    return source();
+  };
+  return new ChunkIterator(
+    () => (source ?? start)(),
+    async () => {
+      await cursor?.close();
+    },
+  );
+}
 
-    let chunk: readonly KeyValue[] | undefined = await cursor.next();
-    let index = 0;
-    const nextCommitted = async (): Promise<Head | undefined> => {
-      while (chunk !== undefined && index >= chunk.length) {
-        chunk = await cursor.next();
-        index = 0;
-      }
-      if (chunk === undefined) return undefined;
-      const entry = chunk[index++]!;
-      return { key: toInternalKey(entry.key), value: entry.value, committed: entry };
-    };
-    let committedHead = await nextCommitted();
-    const reverse = query.reverse;
-    let emitted = 0;
+function nextHead(iterator: Iterator<[string, Buffer | null]>): Head | undefined {
+  const step = iterator.next();
+  return step.done === true ? undefined : { key: step.value[0], value: step.value[1], committed: undefined };
+}
 
-    for (;;) {
+function mergedChunks(
+  iterators: Array<Iterator<[string, Buffer | null]>>,
+  heads: Array<Head | undefined>,
+  cursor: CommittedCursor,
+  query: RangeQuery,
+): ChunkSource {
+  const reverse = query.reverse;
+  let committedChunk: readonly KeyValue[] | undefined;
+  let committedIndex = 0;
+  let committedDone = false;
+  let committedHead: Head | undefined;
+  let started = false;
+  let remaining = query.limit;
+
+  const nextCommitted = async (): Promise<Head | undefined> => {
+    while (!committedDone && (committedChunk === undefined || committedIndex >= committedChunk.length)) {
+      committedChunk = await cursor.next();
+      committedIndex = 0;
+      if (committedChunk === undefined) committedDone = true;
+    }
+    if (committedDone) return undefined;
+    const entry = committedChunk![committedIndex++]!;
+    return { key: toInternalKey(entry.key), value: entry.value, committed: entry };
+  };
+
+  return async () => {
+    if (!started) {
+      started = true;
+      committedHead = await nextCommitted();
+    }
+    const out: KeyValue[] = [];
+    while (remaining > 0 && out.length < OUTPUT_CHUNK) {
       // The next key in query order among all heads.
       let best: string | undefined = committedHead?.key;
       for (const head of heads) {
         if (head !== undefined && (best === undefined || (reverse ? head.key > best : head.key < best))) best = head.key;
       }
-      if (best === undefined) return;
+      if (best === undefined) break;
 
       // The highest layer holding `best` decides; every layer holding it moves on.
       let winner: Head | undefined;
@@ -101,21 +188,18 @@ export async function* mergeRange(
         const head = heads[i];
         if (head !== undefined && head.key === best) {
           winner ??= head;
-          const step = iterators[i]!.next();
-          heads[i] = step.done === true ? undefined : { key: step.value[0], value: step.value[1], committed: undefined };
+          heads[i] = nextHead(iterators[i]!);
         }
       }
       if (committedHead !== undefined && committedHead.key === best) {
         winner ??= committedHead;
         committedHead = await nextCommitted();
       }
-
       if (winner!.value !== null) {
-        yield { key: winner!.committed?.key ?? fromInternalKey(best), value: winner!.value };
-        if (++emitted >= query.limit) return;
+        out.push({ key: winner!.committed?.key ?? fromInternalKey(best), value: winner!.value });
+        remaining--;
       }
     }
-  } finally {
-    await cursor.close();
-  }
+    return out.length === 0 ? undefined : out;
+  };
 }
