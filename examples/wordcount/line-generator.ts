@@ -3,6 +3,8 @@
  * recompute the expected counts from (seed, count) alone. Words come from a small vocabulary
  * with a skewed (Zipf-like) distribution, as natural text does.
  */
+// Before kafkajs: read_committed must not see aborted records (see the module's comment).
+import '../../src/kafka/kafkajs-aborted-filter-fix.js';
 import { Kafka, logLevel } from 'kafkajs';
 
 const VOCABULARY = [

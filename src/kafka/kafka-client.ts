@@ -3,6 +3,8 @@
  * kafkajs' logs go through a caller's structured logger (KAFKAJS-NOTES §7: kafkajs filters
  * levels itself before calling the logCreator).
  */
+// Must precede the first kafkajs import (see the module's comment).
+import './kafkajs-aborted-filter-fix.js';
 import { Kafka, logLevel as KafkaLogLevel, type logCreator } from 'kafkajs';
 
 export type KafkaLogLevelName = 'nothing' | 'error' | 'warn' | 'info' | 'debug';

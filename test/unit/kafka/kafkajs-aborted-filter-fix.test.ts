@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { filterAbortedMessages } from '../../../src/kafka/kafkajs-aborted-filter-fix.js';
+
+const ABORT = Buffer.from([0, 0, 0, 0]);
+const COMMIT = Buffer.from([0, 0, 0, 1]);
+const msg = (offset: number, producerId: string, extra: { control?: Buffer } = {}) => ({
+  offset: String(offset),
+  key: extra.control ?? Buffer.from('k'),
+  isControlRecord: extra.control !== undefined,
+  batchContext: { producerId, inTransaction: true },
+});
+
+describe('read_committed filtering of aborted transactions', () => {
+  it('drops interleaved aborted transactions listed in marker order, not first-offset order', () => {
+    // P1 aborted [10, 13], P2 committed [11, 14], P3 aborted [12, 15]; the broker lists P3's abort… in marker order.
+    const messages = [msg(10, 'p1'), msg(11, 'p2'), msg(12, 'p3'), msg(13, 'p1', { control: ABORT }), msg(14, 'p2', { control: COMMIT }), msg(15, 'p3', { control: ABORT }), msg(16, 'p1')];
+    const kept = filterAbortedMessages({ messages, abortedTransactions: [{ producerId: 'p3', firstOffset: '12' }, { producerId: 'p1', firstOffset: '10' }] });
+    expect(kept.filter((m) => !m.isControlRecord).map((m) => m.offset)).toEqual(['11', '16']);
+  });
+
+  it('handles a fetch that starts inside two aborted transactions at once', () => {
+    const messages = [msg(20, 'p1'), msg(21, 'p2'), msg(22, 'p1', { control: ABORT }), msg(23, 'p2', { control: ABORT })];
+    const kept = filterAbortedMessages({ messages, abortedTransactions: [{ producerId: 'p1', firstOffset: '5' }, { producerId: 'p2', firstOffset: '7' }] });
+    expect(kept.filter((m) => !m.isControlRecord)).toEqual([]);
+  });
+
+  it('keeps everything when nothing was aborted', () => {
+    const messages = [msg(1, 'p1'), msg(2, 'p1', { control: COMMIT })];
+    expect(filterAbortedMessages({ messages, abortedTransactions: [] })).toHaveLength(2);
+  });
+});
+
+describe('the fix is what kafkajs uses', () => {
+  it('kafkajs Batch filters through the fixed function when the fix is imported first', async () => {
+    const { createRequire } = await import('node:module');
+    const require = createRequire(import.meta.url);
+    const Batch = require('kafkajs/src/consumer/batch') as new (topic: string, offset: string, data: unknown) => { messages: Array<{ offset: string }> };
+    const messages = [msg(10, 'p1'), msg(11, 'p2'), msg(12, 'p3'), msg(13, 'p1', { control: ABORT }), msg(14, 'p2', { control: COMMIT }), msg(15, 'p3', { control: ABORT }), msg(16, 'p1')];
+    const batch = new Batch('t', '10', { partition: 0, highWatermark: '17', messages, abortedTransactions: [{ producerId: 'p3', firstOffset: '12' }, { producerId: 'p1', firstOffset: '10' }] });
+    expect(batch.messages.map((m) => m.offset)).toEqual(['11', '16']);
+  });
+});
