@@ -5,9 +5,12 @@
  * the task's flush listeners (in Kafka Streams the ChangeLoggingKeyValueBytesStore below the
  * cache); commit moves the batch to the committed store (KIP-892).
  *
- * While a commit is in flight its batch stays readable as the `committing` layer: LevelDB
- * makes a batch visible to new snapshots before `write()` resolves (LEVEL-NOTES, Recommended
- * layout), so uncommitted reads keep seeing it in memory, above the committed store.
+ * A commit captures the write batch when it is called (what the runtime just sent to the
+ * changelog) and leaves a fresh batch for new writes. Until its LevelDB write resolves, the
+ * captured batch stays readable as a `committing` layer: LevelDB makes a batch visible to new
+ * snapshots before `write()` resolves (LEVEL-NOTES, Recommended layout), so uncommitted
+ * reads keep seeing it in memory, above the committed store. Several commits may be queued;
+ * their layers are read newest first.
  */
 import { IqgateError } from '../errors.js';
 import { Position } from './position.js';
@@ -43,9 +46,9 @@ export interface StorePartitionContext {
   readonly emitFlush: (changes: readonly FlushedChange[]) => void;
 }
 
-/** A prepared commit of this partition: the write, and how to settle it. */
+/** A prepared commit of this partition: the write (built when its turn comes), and how to settle it. */
 export interface PreparedCommit {
-  readonly write: CommittedWrite;
+  readonly write: () => CommittedWrite;
   complete(): void;
   fail(): void;
 }
@@ -55,9 +58,8 @@ export class StorePartition implements KeyValueStorePartition {
   readonly partition: number;
   readonly named: NamedCache;
   private batch = new WriteBatch();
-  private committing: WriteBatch | undefined;
-  /** The Position the in-flight commit stores. */
-  private committingPos: Position | undefined;
+  /** Captured batches of commits not yet settled, oldest first, with the Position each stores. */
+  private committing: Array<{ readonly batch: WriteBatch; readonly position: Position; readonly offset: number | undefined }> = [];
   private committedPos: Position;
   private uncommittedPos: Position;
   private offset: number | undefined;
@@ -107,7 +109,7 @@ export class StorePartition implements KeyValueStorePartition {
     const cached = this.cache.get(this.named, k);
     if (cached !== undefined) return cached.value ?? undefined;
     let value = this.batch.get(k);
-    if (value === undefined && this.committing !== undefined) value = this.committing.get(k);
+    for (let i = this.committing.length - 1; value === undefined && i >= 0; i--) value = this.committing[i]!.batch.get(k);
     if (value === undefined) value = this.context.keyspace.getSync(key);
     if (value === null || value === undefined) return undefined;
     this.cache.putClean(this.named, k, key, value);
@@ -179,7 +181,10 @@ export class StorePartition implements KeyValueStorePartition {
     const layers: MemoryLayer[] = [];
     if (this.named.dirtySorted.size > 0) layers.push(this.named.dirtySorted.clone());
     if (this.batch.size > 0) layers.push(this.batch.snapshot());
-    if (this.committing !== undefined && this.committing.size > 0) layers.push(this.committing.snapshot());
+    for (let i = this.committing.length - 1; i >= 0; i--) {
+      const { batch } = this.committing[i]!;
+      if (batch.size > 0) layers.push(batch.snapshot());
+    }
     return new LayeredReadView(this.storeName, this.partition, false, this.uncommittedPos.copy(), layers, snapshot);
   }
 
@@ -205,55 +210,62 @@ export class StorePartition implements KeyValueStorePartition {
 
   /** Bytes this partition holds uncommitted: dirty cache entries, write batch, in-flight batch. */
   uncommittedBytes(): number {
-    return this.named.dirtyBytes + this.batch.bytes + (this.committing?.bytes ?? 0);
+    let bytes = this.named.dirtyBytes + this.batch.bytes;
+    for (const { batch } of this.committing) bytes += batch.bytes;
+    return bytes;
   }
 
   flushCache(): void {
     this.cache.flush(this.named);
   }
 
-  /** Freezes the write batch as the in-flight commit; new writes go to a fresh batch. */
+  /**
+   * Captures the write batch for a commit (call flushCache first); new writes go to a fresh
+   * batch. The write is built when the commit's turn comes; settle with complete() or fail().
+   */
   prepareCommit(changelogOffset: number | undefined): PreparedCommit {
-    const committing = this.batch;
+    const batch = this.batch;
     this.batch = new WriteBatch();
-    this.committing = committing;
     const position = this.uncommittedPos.copy();
-    this.committingPos = position;
-    const offset = changelogOffset ?? this.offset;
+    const offset = changelogOffset ?? this.committing.at(-1)?.offset ?? this.offset;
+    const layer = { batch, position, offset };
+    this.committing.push(layer);
     return {
-      write: { keyspace: this.context.keyspace, entries: committing.entries(), meta: { changelogOffset: offset, position } },
+      write: () => ({ keyspace: this.context.keyspace, entries: batch.entries(), meta: { changelogOffset: offset, position } }),
       complete: () => {
-        this.committing = undefined;
-        this.committingPos = undefined;
-        this.budget.add(-committing.bytes);
+        // Commits settle in order, so this is the oldest layer.
+        this.committing.shift();
+        this.budget.add(-batch.bytes);
         this.committedPos = position;
         this.offset = offset;
         if (this.listeners.size > 0) {
           const changes: Change[] = [];
-          for (const [key, value] of committing.entries()) changes.push({ key: fromInternalKey(key), value });
+          for (const [key, value] of batch.entries()) changes.push({ key: fromInternalKey(key), value });
           this.emit({ kind: 'committed', changes, position: position.copy() });
         }
       },
       fail: () => {
-        // Nothing was written: put the frozen batch back under anything written since.
-        this.committing = undefined;
-        this.committingPos = undefined;
-        let delta = -committing.bytes;
-        for (const [key, value] of committing.entries()) {
-          if (this.batch.get(key) === undefined) delta += this.batch.set(key, value);
-        }
-        this.budget.add(delta);
+        // Nothing was written. The task drops everything uncommitted after a failed commit
+        // (the runtime restores from the changelog, as Kafka Streams does for a corrupted task).
+        const index = this.committing.indexOf(layer);
+        if (index >= 0) this.committing.splice(index, 1);
+        this.budget.add(-batch.bytes);
+        if (this.committing.length === 0) this.uncommittedPos = this.committedPos.copy();
       },
     };
   }
 
   /** Changelog records applied straight to the committed store: prepared like a commit. */
   prepareRestore(changes: readonly Change[], nextChangelogOffset: number, position: Position): PreparedCommit {
-    const restoredPos = this.committedPos.copy().merge(position);
     const entries: Array<[string, Buffer | null]> = changes.map((change) => [toInternalKey(change.key), change.value]);
-    this.cache.dropClean(this.named);
+    // Computed when the restore's turn comes, after any commit queued before it settled.
+    let restoredPos = this.committedPos;
     return {
-      write: { keyspace: this.context.keyspace, entries, meta: { changelogOffset: nextChangelogOffset, position: restoredPos } },
+      write: () => {
+        this.cache.dropClean(this.named);
+        restoredPos = this.committedPos.copy().merge(position);
+        return { keyspace: this.context.keyspace, entries, meta: { changelogOffset: nextChangelogOffset, position: restoredPos } };
+      },
       complete: () => {
         this.cache.dropClean(this.named);
         this.committedPos = restoredPos;
@@ -272,8 +284,8 @@ export class StorePartition implements KeyValueStorePartition {
     this.cache.drop(this.named);
     this.budget.add(-this.batch.bytes);
     this.batch = new WriteBatch();
-    // With a commit in flight, its position is where the store will be once it lands.
-    this.uncommittedPos = (this.committingPos ?? this.committedPos).copy();
+    // With commits in flight, the newest one's position is where the store will be once they land.
+    this.uncommittedPos = (this.committing.at(-1)?.position ?? this.committedPos).copy();
   }
 
   close(): void {

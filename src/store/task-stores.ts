@@ -19,7 +19,7 @@ export class LayeredTaskStores implements TaskStores {
   private state: TaskState = 'open';
   private readonly partitions = new Map<string, StorePartition>();
   private readonly flushListeners = new Set<FlushListener>();
-  /** The tail of the chain of commits and restores. */
+  /** The last commit or restore queued; each one waits for the one before (and fails with it). */
   private pending: Promise<void> = Promise.resolve();
 
   constructor(
@@ -71,51 +71,63 @@ export class LayeredTaskStores implements TaskStores {
   }
 
   commit(changelogOffsets: Readonly<Record<string, number>>): Promise<void> {
-    this.checkOpen();
-    for (const [name, offset] of Object.entries(changelogOffsets)) {
-      this.partitionOf(name);
-      if (!Number.isSafeInteger(offset) || offset < 0) throw new TypeError(`changelog offset of ${name} must be a non-negative integer`);
-    }
-    return this.enqueue(() => {
+    try {
       this.checkOpen();
-      // Kafka Streams flushes the cache on every commit; the flush is synchronous, so what
-      // the runtime sent to the changelog and what this commit writes are the same entries.
-      this.flush();
-      return [...this.partitions.values()].map((partition) => partition.prepareCommit(changelogOffsets[partition.storeName]));
-    });
+      for (const [name, offset] of Object.entries(changelogOffsets)) {
+        this.partitionOf(name);
+        if (!Number.isSafeInteger(offset) || offset < 0) throw new TypeError(`changelog offset of ${name} must be a non-negative integer`);
+      }
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    // Captured now, not when the commit's turn comes: the commit holds exactly what was
+    // written before the call (what the runtime sent to the changelog in the transaction it
+    // just committed), never writes made while an earlier commit is still in flight. Kafka
+    // Streams flushes the cache on every commit.
+    this.flush();
+    return this.enqueue([...this.partitions.values()].map((partition) => partition.prepareCommit(changelogOffsets[partition.storeName])));
   }
 
   restore(storeName: string, changes: readonly Change[], nextChangelogOffset: number, position: Position): Promise<void> {
-    this.checkOpen();
-    const partition = this.partitionOf(storeName);
-    if (!Number.isSafeInteger(nextChangelogOffset) || nextChangelogOffset < 0) {
-      throw new TypeError('nextChangelogOffset must be a non-negative integer');
-    }
-    return this.enqueue(() => {
+    let partition: StorePartition;
+    try {
       this.checkOpen();
-      return [partition.prepareRestore(changes, nextChangelogOffset, position)];
-    });
+      partition = this.partitionOf(storeName);
+      if (!Number.isSafeInteger(nextChangelogOffset) || nextChangelogOffset < 0) {
+        throw new TypeError('nextChangelogOffset must be a non-negative integer');
+      }
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    return this.enqueue([partition.prepareRestore(changes, nextChangelogOffset, position)]);
   }
 
-  /** Runs prepare → one atomic committed-store write → settle, after every earlier commit. */
-  private enqueue(prepare: () => PreparedCommit[]): Promise<void> {
+  /**
+   * Writes the prepared commits as one atomic committed-store batch once every earlier commit
+   * settled. A failure drops everything uncommitted (commits queued behind it fail too): the
+   * committed store still holds the last completed commit, and the runtime restores from the
+   * changelog, as Kafka Streams does for a corrupted task.
+   */
+  private enqueue(prepared: PreparedCommit[]): Promise<void> {
+    const previous = this.pending;
     const run = async (): Promise<void> => {
-      const prepared = prepare();
       try {
+        await previous;
         await this.committed.commit(
           this.taskId,
-          prepared.map((p) => p.write),
+          prepared.map((p) => p.write()),
         );
       } catch (error) {
         for (const p of prepared) p.fail();
+        for (const partition of this.partitions.values()) partition.dropUncommitted();
         throw toStoreError(error, `commit of task ${this.taskId}`);
       } finally {
         this.budget.rearm();
       }
       for (const p of prepared) p.complete();
     };
-    const result = this.pending.then(run);
-    this.pending = result.catch(() => {});
+    const result = run();
+    this.pending = result;
     return result;
   }
 
@@ -148,9 +160,9 @@ export class LayeredTaskStores implements TaskStores {
 
   /** Drops everything uncommitted (like abort) after any commit in flight has settled. */
   async close(): Promise<void> {
-    if (this.state !== 'open') return this.pending;
+    if (this.state !== 'open') return this.pending.catch(() => {});
     this.state = 'closing';
-    await this.pending;
+    await this.pending.catch(() => {});
     for (const partition of this.partitions.values()) partition.close();
     this.flushListeners.clear();
     this.budget.rearm();

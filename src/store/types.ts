@@ -137,7 +137,10 @@ export interface TaskStores {
    */
   restore(storeName: string, changes: readonly Change[], nextChangelogOffset: number, position: Position): Promise<void>;
   onFlush(listener: FlushListener): () => void;
-  /** Bytes held in this task's write batch. */
+  /**
+   * Bytes this task holds uncommitted: its write batches (including one being committed) and
+   * its dirty record-cache entries, as counted against StoreEngineOptions.uncommittedMaxBytes.
+   */
   uncommittedBytes(): number;
   close(): Promise<void>;
 }

@@ -129,6 +129,39 @@ export function describeStoreContract(name: string, factory: HarnessFactory): vo
         await after.close();
       });
 
+      it('writes made while a commit is in flight stay uncommitted and visible to uncommitted reads', async () => {
+        const store = task.store('counts');
+        store.put(b('a'), b('1'), source(1));
+        store.put(b('b'), b('1'), source(2));
+        task.flush();
+        const first = task.commit({ counts: 1 });
+        store.put(b('b'), b('2'), source(3));
+        store.delete(b('a'), source(4));
+        store.put(b('c'), b('2'), source(5));
+        const second = task.commit({ counts: 2 }); // queued behind the first
+        store.put(b('d'), b('3'), source(6));
+        const during = store.view({ readCommitted: false });
+        expect(await collect(during.range())).toEqual(['b=2', 'c=2', 'd=3']);
+        expect(store.get(b('a'))).toBeUndefined();
+        await first;
+        const afterFirst = store.view({ readCommitted: true });
+        // The second commit may have landed too by now; either way the view is one whole commit.
+        const seen = await collect(afterFirst.range());
+        expect([['a=1', 'b=1'], ['b=2', 'c=2']]).toContainEqual(seen);
+        expect(afterFirst.position.toJSON()).toEqual({ input: { '0': seen[0] === 'a=1' ? 2 : 5 } });
+        await afterFirst.close();
+        await second;
+        expect(task.changelogOffsets()).toEqual({ counts: 2 });
+        expect(store.committedPosition().toJSON()).toEqual({ input: { '0': 5 } });
+        expect(store.uncommittedPosition().toJSON()).toEqual({ input: { '0': 6 } });
+        expect(await collect(during.range())).toEqual(['b=2', 'c=2', 'd=3']);
+        await during.close();
+        await task.commit({});
+        const last = store.view({ readCommitted: true });
+        expect(await collect(last.range())).toEqual(['b=2', 'c=2', 'd=3']);
+        await last.close();
+      });
+
       it('stores of one task are isolated from each other', async () => {
         task.store('counts').put(b('k'), b('1'), source(1));
         task.store('other').put(b('k'), b('2'), source(2));
