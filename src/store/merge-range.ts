@@ -56,6 +56,7 @@ class ChunkIterator implements AsyncIterableIterator<KeyValue> {
   private chunk: readonly KeyValue[] = [];
   private index = 0;
   private finished = false;
+  private filling: Promise<IteratorResult<KeyValue, undefined>> | undefined;
 
   constructor(
     private readonly source: ChunkSource,
@@ -67,9 +68,17 @@ class ChunkIterator implements AsyncIterableIterator<KeyValue> {
   }
 
   next(): Promise<IteratorResult<KeyValue, undefined>> {
+    // A caller may ask again before a fill resolved (the protocol allows it; for await does not).
+    if (this.filling !== undefined) return this.filling.then(() => this.next());
     if (this.index < this.chunk.length) return Promise.resolve({ done: false, value: this.chunk[this.index++]! });
     if (this.finished) return Promise.resolve({ done: true, value: undefined });
-    return this.fill();
+    const filling = this.fill();
+    this.filling = filling;
+    void filling.then(
+      () => (this.filling = undefined),
+      () => (this.filling = undefined),
+    );
+    return filling;
   }
 
   private async fill(): Promise<IteratorResult<KeyValue, undefined>> {

@@ -240,6 +240,23 @@ export function describeStoreContract(name: string, factory: HarnessFactory): vo
         await view.close();
       });
 
+      it('next() called again before the previous call resolved still yields each entry once, in order', async () => {
+        const store = task.store('counts');
+        for (let i = 0; i < 2500; i++) store.put(b(`k${String(i).padStart(4, '0')}`), b('v'), source(i));
+        await task.commit({});
+        store.put(b('k0001x'), b('u'), source(9999));
+        for (const readCommitted of [true, false]) {
+          const view = store.view({ readCommitted });
+          const iterator = view.range();
+          const results = await Promise.all(Array.from({ length: 2600 }, () => iterator.next()));
+          const keys = results.filter((r) => r.done !== true).map((r) => (r.value as { key: Buffer }).key.toString());
+          expect(keys).toHaveLength(readCommitted ? 2500 : 2501);
+          expect([...keys].sort()).toEqual(keys);
+          expect(new Set(keys).size).toBe(keys.length);
+          await view.close();
+        }
+      });
+
       it('an iterator abandoned early releases its resources and the view still closes', async () => {
         const store = task.store('counts');
         for (let i = 0; i < 50; i++) store.put(b(`k${String(i).padStart(2, '0')}`), b('v'), source(i));
