@@ -73,8 +73,6 @@ interface Latin1Writer {
 export class LevelCommittedStore implements CommittedStore {
   private readonly storeIds = new Map<string, number>();
   private nextStoreId = 1;
-  /** Scratch buffer for synchronous lookups: getSync copies the key before returning. */
-  private scratch = Buffer.allocUnsafe(256);
   /** Scratch buffer for keys put into a chained batch (see commit). */
   private batchScratch = Buffer.allocUnsafe(256);
 
@@ -163,9 +161,10 @@ export class LevelCommittedStore implements CommittedStore {
           if (scratch.length < length) {
             scratch = this.batchScratch = Buffer.allocUnsafe(Math.max(length, scratch.length * 2));
             prefix.copy(scratch, 0);
+            fullKey = scratch.subarray(0, length);
           }
           (scratch as unknown as Latin1Writer).latin1Write(key, DATA_PREFIX_BYTES);
-          if (fullKey.length !== length || fullKey.buffer !== scratch.buffer) fullKey = scratch.subarray(0, length);
+          if (fullKey.length !== length) fullKey = scratch.subarray(0, length);
           if (value === null) batch.del(fullKey);
           else batch.put(fullKey, value);
         }
@@ -179,18 +178,6 @@ export class LevelCommittedStore implements CommittedStore {
     }
   }
 
-  /**
-   * The prefixed key in the shared scratch buffer, valid until the next call: only for
-   * synchronous calls (getSync copies the key into native memory before it returns).
-   */
-  scratchKey(prefix: Buffer, key: Buffer): Buffer {
-    const length = DATA_PREFIX_BYTES + key.length;
-    if (this.scratch.length < length) this.scratch = Buffer.allocUnsafe(Math.max(length, this.scratch.length * 2));
-    prefix.copy(this.scratch, 0);
-    key.copy(this.scratch, DATA_PREFIX_BYTES);
-    return this.scratch.subarray(0, length);
-  }
-
   async close(): Promise<void> {
     // Closing the database also closes every snapshot and iterator still open.
     await this.db.close();
@@ -200,6 +187,10 @@ export class LevelCommittedStore implements CommittedStore {
 class LevelKeyspace implements CommittedKeyspace {
   private readonly metaKeys = new Map<string, Buffer>();
   readonly end: Buffer;
+  /** Scratch for synchronous lookups, prefix pre-written; getSync copies the key before returning. */
+  private scratch = Buffer.allocUnsafe(256);
+  /** A view of the scratch of the last key length used, reused while lengths repeat. */
+  private scratchView: Buffer;
 
   constructor(
     readonly store: LevelCommittedStore,
@@ -208,6 +199,21 @@ class LevelKeyspace implements CommittedKeyspace {
     readonly prefix: Buffer,
   ) {
     this.end = prefixEnd(prefix);
+    prefix.copy(this.scratch, 0);
+    this.scratchView = this.scratch.subarray(0, DATA_PREFIX_BYTES);
+  }
+
+  /** The prefixed key in the scratch buffer, valid until the next call: only for synchronous reads. */
+  scratchKey(key: Buffer): Buffer {
+    const length = DATA_PREFIX_BYTES + key.length;
+    if (this.scratch.length < length) {
+      this.scratch = Buffer.allocUnsafe(Math.max(length, this.scratch.length * 2));
+      this.prefix.copy(this.scratch, 0);
+      this.scratchView = this.scratch.subarray(0, length);
+    }
+    this.scratch.set(key, DATA_PREFIX_BYTES);
+    if (this.scratchView.length !== length) this.scratchView = this.scratch.subarray(0, length);
+    return this.scratchView;
   }
 
   metaKey(taskId: string): Buffer {
@@ -222,7 +228,7 @@ class LevelKeyspace implements CommittedKeyspace {
   getSync(key: Buffer): Buffer | undefined {
     try {
       // No options: abstract-level's dedicated fast path; the database defaults are buffers.
-      return this.store.db.getSync(this.store.scratchKey(this.prefix, key));
+      return this.store.db.getSync(this.scratchKey(key));
     } catch (error) {
       throw toStoreError(error, `store ${this.storeName}`);
     }
@@ -264,7 +270,7 @@ class LevelSnapshotView implements CommittedSnapshot {
   get(key: Buffer): Buffer | undefined {
     this.checkOpen();
     try {
-      return this.keyspace.store.db.getSync(this.keyspace.store.scratchKey(this.keyspace.prefix, key), this.options);
+      return this.keyspace.store.db.getSync(this.keyspace.scratchKey(key), this.options);
     } catch (error) {
       throw toStoreError(error, `store ${this.keyspace.storeName}`);
     }
