@@ -24,7 +24,7 @@ const VALUE_BYTES = 100;
 const COMMIT_ENTRIES = 10_000;
 const GETS_PER_ROUND = 50_000;
 const SHORT_RANGES_PER_ROUND = 300;
-const ROUNDS = 7;
+const ROUNDS = 9;
 
 interface Figure {
   name: string;
@@ -150,9 +150,9 @@ async function main(): Promise<void> {
     await compare(
       'commit',
       'entries/s',
-      KEYS / COMMIT_ENTRIES,
+      (2 * KEYS) / COMMIT_ENTRIES,
       async () => {
-        const start = commitCursor;
+        const start = commitCursor % KEYS;
         for (let i = start; i < start + COMMIT_ENTRIES; i++) put(i);
         return time(async () => {
           await task.commit({ bench: source.offset });
@@ -160,7 +160,7 @@ async function main(): Promise<void> {
         });
       },
       async () => {
-        const start = commitCursor;
+        const start = commitCursor % KEYS;
         commitCursor += COMMIT_ENTRIES;
         return time(async () => {
           const batch = raw.batch();
@@ -248,7 +248,7 @@ async function main(): Promise<void> {
       ['committed', committedView],
       ['uncommitted', uncommittedView],
     ] as const) {
-      await compare(`${label} full-scan range`, 'entries/s', 3, () => time(() => viewRange(view, undefined, undefined)), rawScan);
+      await compare(`${label} full-scan range`, 'entries/s', 5, () => time(() => viewRange(view, undefined, undefined)), rawScan);
       await compare(
         `${label} ranges of 100`,
         'entries/s',

@@ -144,18 +144,12 @@ export class StorePartition implements KeyValueStorePartition {
 
   /** Dirty cache entries, in write order, reach the write batch and the flush listeners. */
   private onCacheFlush(entries: readonly CacheEntry[], sorted: SortedMap<Buffer | null>, bytes: number): void {
-    let delta = 0;
-    // The common case (first flush since the last commit): the batch takes the cache's sorted
-    // dirty map as is, O(1), instead of one tree insert per entry.
-    const adopt = this.batch.size === 0;
-    if (adopt) {
-      this.batch.adopt(sorted, bytes);
-      delta = bytes;
-    }
+    // The cache's sorted dirty map holds exactly these entries' latest values: the batch
+    // absorbs it whole (O(1) for the first flush since the last commit).
+    const delta = this.batch.absorb(sorted, bytes);
     const changes: FlushedChange[] = new Array(entries.length);
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!;
-      if (!adopt) delta += this.batch.set(entry.key, entry.value);
       changes[i] = {
         storeName: this.storeName,
         partition: this.partition,

@@ -28,13 +28,25 @@ export class WriteBatch {
   }
 
   /**
-   * Takes over a sorted map whose accounted bytes are known (a flushed NamedCache's dirty
-   * entries), instead of copying it entry by entry; only for an empty batch.
+   * Takes in newer entries given as a sorted map with known accounted bytes (a flushed
+   * NamedCache's dirty entries, which this batch may keep and change). Merges the smaller map
+   * into the larger: an empty batch just takes the map over, O(1), and a large flush into a
+   * small batch costs the small batch's size, not the flush's. Returns the change in bytes.
    */
-  adopt(tree: SortedMap<BatchValue>, bytes: number): void {
-    if (this.tree.size !== 0) throw new Error('WriteBatch.adopt needs an empty batch');
-    this.tree = tree;
-    this.byteCount = bytes;
+  absorb(newer: SortedMap<BatchValue>, newerBytes: number): number {
+    const before = this.byteCount;
+    if (newer.size >= this.tree.size) {
+      let total = before + newerBytes;
+      for (const [key, value] of this.tree.entries(undefined, [])) {
+        // set without overwrite: the newer entry wins; an older one it hides stops counting.
+        if (!newer.set(key, value, false)) total -= entryBytes(key, value);
+      }
+      this.tree = newer;
+      this.byteCount = total;
+    } else {
+      for (const [key, value] of newer.entries(undefined, [])) this.set(key, value);
+    }
+    return this.byteCount - before;
   }
 
   /** The value, null for a tombstone, undefined when this batch does not know the key. */
