@@ -1,0 +1,40 @@
+/**
+ * Puts a gateway (built without listening by createGateway) on a node:http server. The one
+ * place that listens, used by src/main.ts and by embedders who want a sidecar-style server.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Gateway } from './create-gateway.js';
+
+export interface ListeningGateway {
+  /** e.g. http://127.0.0.1:4000/graphql (GraphiQL opens there in a browser). */
+  readonly url: string;
+  readonly port: number;
+  readonly server: Server;
+  /** Stops accepting, ends open SSE streams, resolves when the server is closed. */
+  close(): Promise<void>;
+}
+
+export async function listenGateway(gateway: Gateway, options: { port: number; host: string }): Promise<ListeningGateway> {
+  const server = createServer(gateway);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return {
+    url: `http://${host}:${port}${gateway.graphqlEndpoint}`,
+    port,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        // SSE subscriptions keep connections open: close them, or close() never returns.
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

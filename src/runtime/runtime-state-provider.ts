@@ -1,0 +1,67 @@
+/**
+ * The query layer's StateProvider port (src/query/state-provider.ts), implemented over a
+ * running Runtime: the topology's stores with their serdes and partition counts, the store
+ * partitions of the tasks hosted here with their task state, and the instance state.
+ *
+ * A store's partition count is known once the runtime has read its source topics' metadata;
+ * until then the store is not listed (queries answer STORE_NOT_FOUND / NOT_STARTED).
+ */
+import type { InstanceState, LocalStorePartition, StateProvider, StoreDescriptor, TaskDescriptor } from '../query/state-provider.js';
+import type { Runtime, RuntimeState } from './runtime.js';
+
+const INSTANCE_STATE: Readonly<Record<RuntimeState, InstanceState>> = {
+  CREATED: 'CREATED',
+  STARTING: 'STARTING',
+  RUNNING: 'RUNNING',
+  STOPPING: 'PENDING_SHUTDOWN',
+  STOPPED: 'NOT_RUNNING',
+  FAILED: 'ERROR',
+};
+
+export class RuntimeStateProvider implements StateProvider {
+  constructor(private readonly runtime: Runtime) {}
+
+  instanceState(): InstanceState {
+    return INSTANCE_STATE[this.runtime.state];
+  }
+
+  stores(): readonly StoreDescriptor[] {
+    const stores: StoreDescriptor[] = [];
+    for (const definition of this.runtime.storeDefinitions()) {
+      if (definition.partitions === undefined) continue;
+      stores.push({
+        name: definition.storeName,
+        keySerde: definition.keySerde,
+        valueSerde: definition.valueSerde,
+        partitions: definition.partitions,
+      });
+    }
+    return stores;
+  }
+
+  store(name: string): StoreDescriptor | undefined {
+    return this.stores().find((store) => store.name === name);
+  }
+
+  localPartition(storeName: string, partition: number): LocalStorePartition | undefined {
+    const local = this.runtime.localStores().find((s) => s.storeName === storeName && s.partition === partition);
+    if (local === undefined) return undefined;
+    // iqgate runs no standby replicas yet: every hosted task is active.
+    return { store: local.store, taskId: local.taskId, taskState: local.taskState, active: true };
+  }
+
+  tasks(): readonly TaskDescriptor[] {
+    const storesOfTask = new Map<string, Array<{ storeName: string; partition: number }>>();
+    for (const local of this.runtime.localStores()) {
+      const list = storesOfTask.get(local.taskId) ?? [];
+      list.push({ storeName: local.storeName, partition: local.partition });
+      storesOfTask.set(local.taskId, list);
+    }
+    return this.runtime.localTasks().map((task) => ({
+      taskId: task.id,
+      state: task.state,
+      active: true,
+      stores: storesOfTask.get(task.id) ?? [],
+    }));
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * `npm start` as a user runs it (src/main.ts in a child process, against the test broker):
+ * it prints the GraphiQL URL, serves the live wordcount store over HTTP in both isolation
+ * modes, and stops cleanly on SIGTERM.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { kafkaBrokers, uniqueName, waitFor } from '../../support/kafka.js';
+
+const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-main-'));
+let child: ChildProcess | undefined;
+afterAll(() => {
+  if (child?.exitCode === null) child.kill('SIGKILL');
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+interface GetResult {
+  value: number | null;
+  position: Record<string, Record<string, number>> | null;
+}
+
+async function graphql<T>(url: string, query: string): Promise<T> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+  const body = (await response.json()) as { data?: T; errors?: unknown[] };
+  if (body.errors !== undefined) throw new Error(`GraphQL errors: ${JSON.stringify(body.errors)}`);
+  return body.data as T;
+}
+
+function offsetsOf(position: GetResult['position']): number {
+  let total = 0;
+  for (const partitions of Object.values(position ?? {})) for (const offset of Object.values(partitions)) total += offset;
+  return total;
+}
+
+describe('npm start', () => {
+  it('serves the live wordcount store over GraphQL and stops on SIGTERM', async () => {
+    const app = uniqueName('main');
+    let output = '';
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: {
+        ...process.env,
+        PORT: '0',
+        KAFKA_BROKERS: kafkaBrokers().join(','),
+        IQGATE_APP_ID: app,
+        IQGATE_INPUT_TOPIC: `${app}-input`,
+        IQGATE_OUTPUT_TOPIC: `${app}-output`,
+        IQGATE_STATE_DIR: stateDir,
+        IQGATE_DEMO_LINES_PER_SECOND: '50',
+        IQGATE_LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+
+    await waitFor(() => /GraphiQL: (\S+)/.test(output) || child?.exitCode !== null, 90_000);
+    const url = /GraphiQL: (\S+)/.exec(output)?.[1];
+    expect(url, output).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/graphql$/);
+
+    // The generator's words are counted and committed: "kafka" is the most frequent word.
+    const query = `{ committed: get(store: "word-counts", key: "kafka") { value position }
+                     live: get(store: "word-counts", key: "kafka", readCommitted: false) { value position } }`;
+    let result: { committed: GetResult; live: GetResult } | undefined;
+    await waitFor(async () => {
+      const latest = await graphql<{ committed: GetResult; live: GetResult }>(url!, query);
+      result = latest;
+      return (latest.committed.value ?? 0) > 0;
+    }, 60_000, 200);
+    // The live view is never behind the committed view taken right before it.
+    expect(result!.live.value ?? 0).toBeGreaterThanOrEqual(result!.committed.value ?? 0);
+    expect(offsetsOf(result!.live.position)).toBeGreaterThanOrEqual(offsetsOf(result!.committed.position));
+
+    const stores = await graphql<{ stores: Array<{ name: string; partitions: number }> }>(url!, '{ stores { name partitions } }');
+    expect(stores.stores).toEqual([expect.objectContaining({ name: 'word-counts', partitions: 4 })]);
+
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => child!.once('exit', (exitCode) => resolve(exitCode)));
+    expect(code, output).toBe(0);
+  });
+});
