@@ -21,6 +21,8 @@ export class LayeredTaskStores implements TaskStores {
   private readonly flushListeners = new Set<FlushListener>();
   /** The last commit or restore queued; each one waits for the one before (and fails with it). */
   private pending: Promise<void> = Promise.resolve();
+  /** Commits and restores queued or running; 0 means `pending` has settled. */
+  private queued = 0;
 
   constructor(
     readonly taskId: string,
@@ -109,7 +111,11 @@ export class LayeredTaskStores implements TaskStores {
    * changelog, as Kafka Streams does for a corrupted task.
    */
   private enqueue(prepared: PreparedCommit[]): Promise<void> {
-    const previous = this.pending;
+    // Only an operation still queued or running can fail this one: once a failure has settled
+    // (and dropped what was uncommitted), the task starts afresh — the runtime restores and
+    // commits again through this same TaskStores, which must not keep replaying the old error.
+    const previous = this.queued === 0 ? undefined : this.pending;
+    this.queued++;
     const run = async (): Promise<void> => {
       try {
         await previous;
@@ -122,6 +128,7 @@ export class LayeredTaskStores implements TaskStores {
         for (const partition of this.partitions.values()) partition.dropUncommitted();
         throw toStoreError(error, `commit of task ${this.taskId}`);
       } finally {
+        this.queued--;
         this.budget.rearm();
       }
       for (const p of prepared) p.complete();
