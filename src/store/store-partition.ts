@@ -198,8 +198,26 @@ export class StorePartition implements KeyValueStorePartition {
     return () => this.listeners.delete(wrapped);
   }
 
+  /** How many subscriptions are open: observable, so callers and tests can see one end. */
+  listenerCount(): number {
+    return this.listeners.size;
+  }
+
+  /**
+   * Events go out from inside the write path (cache flush) and the commit path (complete), so
+   * a throwing subscriber must not cut them short: the changelog would miss flushed entries,
+   * or a commit already durable would reject with its in-flight layers left behind. As a DOM
+   * EventTarget does, one listener's exception neither stops the others nor reaches the
+   * emitter; it is reported as a process warning.
+   */
   private emit(event: Parameters<StoreChangeListener>[0]): void {
-    for (const listener of this.listeners) listener(event);
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        process.emitWarning(error instanceof Error ? error : new Error(String(error)));
+      }
+    }
   }
 
   /** Bytes this partition holds uncommitted: dirty cache entries, write batch, in-flight batch. */

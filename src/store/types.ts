@@ -95,8 +95,14 @@ export interface KeyValueStorePartition {
   view(options: { readonly readCommitted: boolean }): ReadView;
   committedPosition(): Position;
   uncommittedPosition(): Position;
-  /** Committed events are emitted after each store commit; uncommitted ones as writes are flushed. */
+  /**
+   * Committed events are emitted after each store commit; uncommitted ones as writes are
+   * flushed. Listeners run synchronously; one that throws is reported (a process warning) and
+   * affects neither the other listeners nor the write or commit that emitted the event.
+   */
   subscribe(listener: StoreChangeListener): () => void;
+  /** Subscriptions currently open (each subscribe() call until its unsubscribe). */
+  listenerCount(): number;
 }
 
 /** A dirty entry leaving the record cache (evicted or flushed), in the order it is handed over. */

@@ -183,8 +183,7 @@ export async function checkBounds(f: Fixture, client: Client): Promise<void> {
 
 /** How many change listeners the partition's store has: a reader waiting on a bound is one. */
 function listenerCount(f: Fixture, partition: number): number {
-  const store = f.tasks[partition]!.store('words') as unknown as { listeners?: Set<unknown> };
-  return store.listeners?.size ?? 0;
+  return f.tasks[partition]!.store('words').listenerCount();
 }
 
 export async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {

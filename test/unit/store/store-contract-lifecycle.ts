@@ -2,7 +2,7 @@
  * Lifecycle: positions, events, changelog offsets, crash and reopen, commit needed, record cache, bad input.
  * Part of the store contract suite (store-contract.ts).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Position, serdes } from '../../../src/store/index.js';
 import type { FlushedChange, StoreChangeEvent, StoreEngine, TaskStores } from '../../../src/store/index.js';
 import { STORES, expectCode } from './store-contract-support.js';
@@ -62,6 +62,7 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
       const store = task.store('counts');
       const events: StoreChangeEvent[] = [];
       const unsubscribe = store.subscribe((event) => events.push(event));
+      expect(store.listenerCount()).toBe(1);
       store.put(b('a'), b('1'), source(1));
       store.put(b('a'), b('2'), source(2));
       store.delete(b('b'), source(3));
@@ -83,9 +84,40 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
       ]);
       expect(events[1]!.position.equals(store.committedPosition())).toBe(true);
       unsubscribe();
+      expect(store.listenerCount()).toBe(0);
       store.put(b('c'), b('1'), source(4));
       await task.commit({});
       expect(events).toHaveLength(2);
+    });
+
+    it('a subscriber that throws breaks neither the flush nor the commit, nor the other subscribers', async () => {
+      const store = task.store('counts');
+      const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+      try {
+        const flushed: FlushedChange[] = [];
+        task.onFlush((changes) => flushed.push(...changes));
+        const failure = new Error('subscriber bug');
+        store.subscribe(() => {
+          throw failure;
+        });
+        const events: string[] = [];
+        store.subscribe((event) => events.push(event.kind));
+        store.put(b('a'), b('1'), source(1));
+        task.flush();
+        expect(flushed.map((c) => c.key.toString())).toEqual(['a']);
+        await task.commit({ counts: 1 });
+        store.put(b('b'), b('1'), source(2));
+        await task.commit({ counts: 2 });
+        expect(events).toEqual(['uncommitted', 'committed', 'uncommitted', 'committed']);
+        expect(store.committedPosition().toJSON()).toEqual({ input: { '0': 2 } });
+        expect(task.uncommittedBytes()).toBe(0);
+        const view = store.view({ readCommitted: true });
+        expect(await collect(view.range())).toEqual(['a=1', 'b=1']);
+        await view.close();
+        expect(warn).toHaveBeenCalledWith(failure);
+      } finally {
+        warn.mockRestore();
+      }
     });
 
     it('flush hands dirty entries to the flush listener once per key, in order of their latest write', async () => {
