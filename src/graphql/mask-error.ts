@@ -1,14 +1,15 @@
 /**
  * What clients see of an error: IqgateErrors keep their message and get their stable code as
- * `extensions.code`; GraphQLErrors that already carry a code pass unchanged; everything else
- * (bugs, driver failures) becomes "Unexpected error." with code INTERNAL_SERVER_ERROR, so no
- * stack or internal message leaks.
+ * `extensions.code` (STORE_EXCEPTION excepted: its message is the storage driver's, so the
+ * code's description replaces it); GraphQLErrors that already carry a code pass unchanged;
+ * everything else (bugs, driver failures) becomes "Unexpected error." with code
+ * INTERNAL_SERVER_ERROR, so no stack or internal message leaks.
  *
  * Errors are recognised by shape, not `instanceof`: graphql ships both an ESM and a CJS build,
  * and yoga may construct its GraphQLErrors from the other copy (the dual-package hazard).
  */
 import { GraphQLError } from 'graphql';
-import { IqgateError, type ErrorCode } from '../errors.js';
+import { ERROR_CODES, IqgateError, type ErrorCode } from '../errors.js';
 
 interface GraphQLErrorLike extends Error {
   readonly originalError?: unknown;
@@ -32,6 +33,10 @@ export function maskError(error: unknown): Error {
   const nodes = graphqlError?.nodes ?? null;
   if (isCoded(original)) {
     const code: ErrorCode = original.code;
+    if (code === 'STORE_EXCEPTION') {
+      // Its message and details carry the storage driver's text (paths, LevelDB internals).
+      return new GraphQLError(ERROR_CODES.STORE_EXCEPTION, { nodes, path, extensions: { code, retriable: original.retriable } });
+    }
     const details = original instanceof IqgateError ? original.details : {};
     return new GraphQLError(original.message, {
       nodes,

@@ -9,23 +9,24 @@
  * then takes the views of all admitted partitions in one synchronous step, so a multi-partition
  * read is as close to one instant as the store allows.
  */
-import { IqgateError } from '../errors.js';
+import { IqgateError, isIqgateError } from '../errors.js';
 import type { Position } from '../store/position.js';
 import type { Bytes, KeyValue, Order, RangeOptions, ReadView } from '../store/types.js';
 import { mergeSorted } from './merge-sorted.js';
 import { partitionForKey } from './murmur2.js';
 import { isPermitted, waitForBound } from './position-bound.js';
-import type {
-  KeyLookup,
-  MergedEntry,
-  MultiKeyResult,
-  Page,
-  PageRequest,
-  PartitionFailure,
-  PartitionOutcome,
-  QueryOptions,
-  QueryType,
-  ScanSpec,
+import {
+  FAILURE_REASONS,
+  type KeyLookup,
+  type MergedEntry,
+  type MultiKeyResult,
+  type Page,
+  type PageRequest,
+  type PartitionFailure,
+  type PartitionOutcome,
+  type QueryOptions,
+  type QueryType,
+  type ScanSpec,
 } from './query-types.js';
 import { isServing, type LocalStorePartition, type StateProvider, type StoreDescriptor } from './state-provider.js';
 
@@ -277,8 +278,15 @@ function outcome(partition: number, options: QueryOptions, info: string[], posit
   };
 }
 
+/**
+ * A partition's read failed. The message goes to clients, so only a deliberate IqgateError's
+ * message passes (STORE_CLOSED: "read view is closed"); STORE_EXCEPTION carries the storage
+ * driver's text (file paths, LevelDB internals) and anything else is a bug: both get the
+ * reason's generic description.
+ */
 function storeException(error: unknown): PartitionFailure {
-  return { reason: 'STORE_EXCEPTION', message: error instanceof Error ? error.message : String(error) };
+  const deliberate = isIqgateError(error) && error.code !== 'STORE_EXCEPTION';
+  return { reason: 'STORE_EXCEPTION', message: deliberate ? error.message : FAILURE_REASONS.STORE_EXCEPTION };
 }
 
 function elapsed(started: number): string {

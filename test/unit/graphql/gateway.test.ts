@@ -1,5 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- GraphQL responses are untyped JSON; the assertions are what check their shape. */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { GraphQLError } from 'graphql';
+import { IqgateError } from '../../../src/errors.js';
+import { maskError } from '../../../src/graphql/mask-error.js';
 import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
 import { createFixture, gql, type Fetch, type Fixture } from './gateway-fixture.js';
 import {
@@ -104,6 +107,14 @@ describe('the GraphQL gateway through yoga.fetch', () => {
     };
     const broken: any = await gql(client.fetch, client.url, '{ range(store: "words") { partitions { partition failure { reason message } } } }');
     expect(broken.data.range.partitions[0].failure.reason).toBe('STORE_EXCEPTION');
+    expect(JSON.stringify(broken)).not.toContain('secret internal detail');
+    // A storage failure wrapped as STORE_EXCEPTION carries the driver's message (paths, files): masked too.
+    f.tasks[0]!.store('words').view = () => {
+      throw new IqgateError('STORE_EXCEPTION', 'store words failed: IO error: /var/lib/iqgate/000005.ldb: No such file');
+    };
+    const storage: any = await gql(client.fetch, client.url, '{ k: get(store: "words", key: "x") { failure { reason message } } range(store: "words") { partitions { failure { message } } } }');
+    expect(JSON.stringify(storage)).not.toContain('/var/lib/iqgate');
+    expect(storage.data.range.partitions[0].failure.message).toBe('Reading the store partition failed.');
     const status: any = await gql(client.fetch, client.url, '{ instance { state serving stores tasks } tasks { id state active stores { store partition } } }');
     expect(status.data.instance).toEqual({ state: 'RUNNING', serving: true, stores: 5, tasks: 4 });
     expect(status.data.tasks[0].stores).toContainEqual({ store: 'words', partition: 0 });
@@ -125,6 +136,21 @@ describe('error codes', () => {
     const coerced = await gql(client, url, 'query($n: Int) { range(store: "words", first: $n) { position } }', { n: 'abc' });
     expect(coerced.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
     expect(coerced.errors?.[0]?.message).toContain('$n');
+  });
+
+  it('passes a deliberate error\'s message and code, but not the storage driver\'s text of a STORE_EXCEPTION', () => {
+    const invalid = maskError(new IqgateError('INVALID_KEY', 'key: expects a String', { details: { serde: 'string' } }));
+    expect(invalid.message).toBe('key: expects a String');
+    expect((invalid as GraphQLError).extensions).toMatchObject({ code: 'INVALID_KEY', details: { serde: 'string' } });
+    const storage = maskError(
+      new IqgateError('STORE_EXCEPTION', 'opening /var/lib/iqgate failed: IO error: LOCK: Resource temporarily unavailable', {
+        details: { directory: '/var/lib/iqgate' },
+      }),
+    );
+    expect(JSON.stringify({ message: storage.message, extensions: (storage as GraphQLError).extensions })).not.toContain('/var/lib/iqgate');
+    expect((storage as GraphQLError).extensions.code).toBe('STORE_EXCEPTION');
+    const bug = maskError(new TypeError('cannot read properties of undefined (reading secret)'));
+    expect(bug.message).toBe('Unexpected error.');
   });
 
   it('uses only codes listed in the one error table', async () => {
