@@ -20,6 +20,8 @@ export interface GatewayContext {
   readonly options: ResolvedGatewayOptions;
   /** One loader per distinct read options, created on first use and dropped with the request. */
   readonly keyLoaders: Map<string, DataLoader<Bytes, KeyAnswer, string>>;
+  /** Yoga's initial context adds the request; its signal aborts when the client goes away. */
+  readonly request?: { readonly signal?: AbortSignal };
 }
 
 /**

@@ -30,7 +30,8 @@ export interface PageArgs extends CommonArgs {
   readonly before?: string | null;
 }
 
-export function toQueryOptions(args: CommonArgs, options: ResolvedGatewayOptions): QueryOptions {
+/** `signal`: the request's, so that a client that goes away stops its waits for a bound. */
+export function toQueryOptions(args: CommonArgs, options: ResolvedGatewayOptions, signal?: AbortSignal): QueryOptions {
   const boundTimeoutMs = args.boundTimeoutMs ?? 0;
   if (!Number.isInteger(boundTimeoutMs) || boundTimeoutMs < 0 || boundTimeoutMs > options.maxBoundTimeoutMs) {
     throw new IqgateError('INVALID_ARGUMENT', `boundTimeoutMs must be between 0 and ${options.maxBoundTimeoutMs}.`);
@@ -44,6 +45,7 @@ export function toQueryOptions(args: CommonArgs, options: ResolvedGatewayOptions
     allowStale: args.allowStale ?? false,
     readCommitted: args.readCommitted ?? true,
     executionInfo: args.executionInfo ?? false,
+    ...(signal === undefined ? {} : { signal }),
   };
 }
 

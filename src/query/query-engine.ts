@@ -178,7 +178,7 @@ export class QueryEngine {
     }
     if (options.positionBound !== undefined) {
       const started = performance.now();
-      const reached = await waitForBound(local.store, options.readCommitted, options.positionBound, options.boundTimeoutMs);
+      const reached = await waitForBound(local.store, options.readCommitted, options.positionBound, options.boundTimeoutMs, options.signal);
       info.push(`position bound ${reached ? 'reached' : 'not reached'} after ${elapsed(started)}`);
       if (!reached) {
         return fail('NOT_UP_TO_BOUND', `Partition ${partition} did not reach the position bound within ${options.boundTimeoutMs} ms.`);

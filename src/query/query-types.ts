@@ -42,6 +42,8 @@ export interface QueryOptions {
   readonly allowStale: boolean;
   readonly readCommitted: boolean;
   readonly executionInfo: boolean;
+  /** Aborted when the caller has gone away (the HTTP request closed): waits for the bound end at once. */
+  readonly signal?: AbortSignal;
 }
 
 /** How a partition answered: the Position it was served at, or a typed failure. */

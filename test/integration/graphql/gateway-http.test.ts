@@ -19,6 +19,7 @@ import {
   checkPagination,
   checkSubscriptions,
   seedIsolation,
+  waitUntil,
   type Client,
 } from '../../unit/graphql/gateway-scenarios.js';
 
@@ -63,6 +64,27 @@ describe('the GraphQL gateway over node:http and LevelDB', () => {
 
   it('streams committed changes over SSE in order and resumes after a position', async () => {
     await checkSubscriptions(f, client);
+  });
+
+  it('stops waiting for a position bound when the client disconnects', async () => {
+    f.put('words', 'bounded', 1);
+    await f.commit();
+    const partition = f.partitionOf('words', 'bounded');
+    const store = f.tasks[partition]!.store('words');
+    const controller = new AbortController();
+    const request = fetch(client.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query: 'query($b: Position) { get(store: "words", key: "bounded", positionBound: $b, boundTimeoutMs: 30000) { value } }',
+        variables: { b: { input: { [partition]: f.nextOffsets()[partition]! + 5 } } },
+      }),
+      signal: controller.signal,
+    });
+    void request.catch(() => undefined);
+    await waitUntil(() => store.listenerCount() > 0);
+    controller.abort();
+    await waitUntil(() => store.listenerCount() === 0, 5_000);
   });
 
   it('rejects bad input with coded errors, keeps the process up and keeps serving', async () => {

@@ -13,6 +13,7 @@ import {
   checkPagination,
   checkSubscriptions,
   seedIsolation,
+  waitUntil,
   type Client,
 } from './gateway-scenarios.js';
 
@@ -79,6 +80,29 @@ describe('the GraphQL gateway through yoga.fetch', () => {
     const touched = new Set(Array.from({ length: 12 }, (_, i) => f.partitionOf('words', `b${i}`)));
     expect(calls).toHaveLength(touched.size);
     expect(calls.reduce((a, b) => a + b, 0)).toBe(12);
+  });
+
+  it('stops waiting for a position bound, and releases the store listener, when the client goes away', async () => {
+    f.put('words', 'bounded', 1);
+    await f.commit();
+    const partition = f.partitionOf('words', 'bounded');
+    const store = f.tasks[partition]!.store('words');
+    const ahead = { input: { [partition]: f.nextOffsets()[partition]! + 5 } };
+    const controller = new AbortController();
+    const request = f.gateway.fetch(client.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query: 'query($b: Position) { get(store: "words", key: "bounded", positionBound: $b, boundTimeoutMs: 30000) { value } }',
+        variables: { b: ahead },
+      }),
+      signal: controller.signal,
+    });
+    void Promise.resolve(request).catch(() => undefined);
+    await waitUntil(() => store.listenerCount() > 0);
+    controller.abort();
+    // Well before the 30 s bound timeout.
+    await waitUntil(() => store.listenerCount() === 0, 3_000);
   });
 
   it('reports per-partition failures and positions in results', async () => {
