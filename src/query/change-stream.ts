@@ -49,10 +49,14 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   if (store === undefined) throw new IqgateError('STORE_NOT_FOUND', `No store named "${request.store}".`, { details: { store: request.store } });
   const selector = request.selector;
   const keySet = selector.type === 'keys' ? new Set(selector.keys.map((k) => k.toString('hex'))) : undefined;
-  const wanted =
-    selector.type === 'keys'
-      ? [...new Set(selector.keys.map((key) => partitionForKey(key, store.partitions)))]
-      : (request.partitions ?? Array.from({ length: store.partitions }, (_, i) => i));
+  // Each partition once: subscribing to one twice would deliver each of its changes twice.
+  const wanted = [
+    ...new Set(
+      selector.type === 'keys'
+        ? selector.keys.map((key) => partitionForKey(key, store.partitions))
+        : (request.partitions ?? Array.from({ length: store.partitions }, (_, i) => i)),
+    ),
+  ];
   const hosted = wanted.flatMap((partition) => {
     const local = provider.localPartition(store.name, partition);
     return local === undefined ? [] : [local];
@@ -71,7 +75,8 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   let failure: IqgateError | undefined;
   let ended = false;
 
-  const unsubscribes = hosted.map((local) =>
+  const unsubscribes: Array<() => void> = [];
+  const listen = (local: (typeof hosted)[number]): (() => void) =>
     local.store.subscribe((event: StoreChangeEvent) => {
       if (ended || event.kind !== kind) return;
       if (resumeAfter !== undefined && resumeAfter.dominates(event.position)) return;
@@ -88,8 +93,14 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
           resumeAfter: merged.copy(),
         });
       }
-    }),
-  );
+    });
+  try {
+    for (const local of hosted) unsubscribes.push(listen(local));
+  } catch (error) {
+    // A partition closing under us: release what was subscribed, or those listeners leak.
+    for (const unsubscribe of unsubscribes) unsubscribe();
+    throw error;
+  }
 
   const stop = (): void => {
     if (ended) return;

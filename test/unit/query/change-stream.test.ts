@@ -115,3 +115,41 @@ describe('openChangeStream', () => {
     await expect(stream.next()).rejects.toSatisfy((e) => isIqgateError(e, 'SUBSCRIPTION_OVERFLOW'));
   });
 });
+
+describe('openChangeStream partitions', () => {
+  it('delivers each change once when a partition is listed twice, and ignores partitions the store does not have', async () => {
+    const { provider, put, commit } = await setup();
+    const stream = openChangeStream(provider, {
+      store: 'kv',
+      selector: { type: 'range' },
+      partitions: [0, 0, 1, 1, -1, 7],
+      readCommitted: true,
+      maxBuffered: 100,
+    });
+    expect(tasks.map((t) => t.store('kv').listenerCount())).toEqual([1, 1]);
+    put('a', '1');
+    put('b', '2');
+    await commit();
+    put('c', '3');
+    await commit();
+    const keys: string[] = [];
+    for (let i = 0; i < 3; i++) keys.push((await stream.next()).value!.key.toString());
+    expect(keys.sort()).toEqual(['a', 'b', 'c']);
+    const extra = await Promise.race([stream.next().then(() => 'event'), new Promise((resolve) => setImmediate(() => resolve('none')))]);
+    expect(extra).toBe('none');
+    await stream.return!();
+    expect(tasks.map((t) => t.store('kv').listenerCount())).toEqual([0, 0]);
+  });
+});
+
+describe('openChangeStream failures', () => {
+  it('releases the listeners it already added when subscribing to a later partition fails', async () => {
+    const { provider } = await setup();
+    const second = tasks[1]!.store('kv');
+    second.subscribe = () => {
+      throw new Error('partition closing');
+    };
+    expect(() => openChangeStream(provider, { store: 'kv', selector: { type: 'range' }, readCommitted: true, maxBuffered: 10 })).toThrow(/closing/);
+    expect(tasks[0]!.store('kv').listenerCount()).toBe(0);
+  });
+});
