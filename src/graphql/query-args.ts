@@ -30,15 +30,32 @@ export interface PageArgs extends CommonArgs {
   readonly before?: string | null;
 }
 
+/**
+ * The partitions argument, each listed once. Partitions the store does not have stay in (each
+ * answers DOES_NOT_EXIST, as in IQv2), but at most maxPageSize of them: every one becomes a
+ * result, and a variable is not bounded by the document's token limit.
+ */
+export function partitionsArg(partitions: readonly number[] | null | undefined, options: ResolvedGatewayOptions): number[] | undefined {
+  if (partitions == null) return undefined;
+  const distinct = [...new Set(partitions)];
+  if (distinct.length > options.maxPageSize) {
+    throw new IqgateError('INVALID_ARGUMENT', `partitions lists at most ${options.maxPageSize} partitions; got ${distinct.length}.`, {
+      details: { maxPartitions: options.maxPageSize },
+    });
+  }
+  return distinct;
+}
+
 /** `signal`: the request's, so that a client that goes away stops its waits for a bound. */
 export function toQueryOptions(args: CommonArgs, options: ResolvedGatewayOptions, signal?: AbortSignal): QueryOptions {
   const boundTimeoutMs = args.boundTimeoutMs ?? 0;
   if (!Number.isInteger(boundTimeoutMs) || boundTimeoutMs < 0 || boundTimeoutMs > options.maxBoundTimeoutMs) {
     throw new IqgateError('INVALID_ARGUMENT', `boundTimeoutMs must be between 0 and ${options.maxBoundTimeoutMs}.`);
   }
+  const partitions = partitionsArg(args.partitions, options);
   return {
     store: args.store,
-    ...(args.partitions == null ? {} : { partitions: [...new Set(args.partitions)] }),
+    ...(partitions === undefined ? {} : { partitions }),
     ...(args.positionBound == null ? {} : { positionBound: args.positionBound }),
     boundTimeoutMs,
     requireActive: args.requireActive ?? false,

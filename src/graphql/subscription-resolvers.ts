@@ -6,7 +6,7 @@ import { openChangeStream, type ChangeEvent, type ChangeSelector } from '../quer
 import type { Position } from '../store/position.js';
 import type { GatewayContext } from './gateway-context.js';
 import { decodeForGraphQL, encodeKey } from './key-codec.js';
-import { rangeScan } from './query-args.js';
+import { partitionsArg, rangeScan } from './query-args.js';
 
 interface ChangesArgs {
   readonly store: string;
@@ -33,13 +33,14 @@ export const subscriptionResolvers = {
         if (args.keys != null) selector = { type: 'keys', keys: args.keys.map((key, i) => encodeKey(store.keySerde, key, `keys[${i}]`)) };
         else if (args.prefix != null) selector = { type: 'prefix', prefix: encodeKey(store.keySerde, args.prefix, 'prefix') };
         else selector = rangeScan(store, args.from, args.to);
+        const partitions = partitionsArg(args.partitions, context.options);
         const stream = openChangeStream(context.provider, {
           store: store.name,
           selector,
           readCommitted: args.readCommitted ?? true,
           maxBuffered: context.options.maxBufferedEvents,
           ...(args.after == null ? {} : { after: args.after }),
-          ...(args.partitions == null ? {} : { partitions: args.partitions }),
+          ...(partitions === undefined ? {} : { partitions }),
         });
         const toPayload = (event: ChangeEvent): { changes: Record<string, unknown> } => ({
           changes: {

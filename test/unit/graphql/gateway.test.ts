@@ -105,6 +105,24 @@ describe('the GraphQL gateway through yoga.fetch', () => {
     await waitUntil(() => store.listenerCount() === 0, 3_000);
   });
 
+  it('bounds the partitions argument at the edge, so one request cannot ask for a million per-partition results', async () => {
+    const many = Array.from({ length: 5_000 }, (_, i) => i);
+    for (const query of [
+      'query($p: [Int!]) { range(store: "words", partitions: $p) { partitions { partition } } }',
+      'query($p: [Int!]) { prefix(store: "words", prefix: "a", partitions: $p) { partitions { partition } } }',
+      'subscription($p: [Int!]) { changes(store: "words", partitions: $p) { key } }',
+    ]) {
+      const response: any = await gql(client.fetch, client.url, query, { p: many });
+      expect(response.errors?.[0]?.extensions?.code, query).toBe('INVALID_ARGUMENT');
+      expect(JSON.stringify(response).length).toBeLessThan(2_000);
+    }
+    // Duplicates are not "more partitions": the same partition listed many times is fine.
+    const repeated: any = await gql(client.fetch, client.url, 'query($p: [Int!]) { range(store: "words", partitions: $p) { partitions { partition } } }', {
+      p: Array.from({ length: 5_000 }, () => 1),
+    });
+    expect(repeated.data.range.partitions).toEqual([{ partition: 1 }]);
+  });
+
   it('reports per-partition failures and positions in results', async () => {
     for (let i = 0; i < 20; i++) f.put('words', `f${i}`, i);
     await f.commit();
