@@ -86,9 +86,13 @@ class ChunkIterator implements AsyncIterableIterator<KeyValue> {
     try {
       chunk = await this.source();
     } catch (error) {
+      // return() came while the chunk was read (and closed the cursor under it): done, not an error.
+      if (this.finished) return { done: true, value: undefined };
       await this.finish();
       throw error;
     }
+    // return() came while the chunk was read: the cursor is closed, nothing more comes out.
+    if (this.finished) return { done: true, value: undefined };
     if (chunk === undefined || chunk.length === 0) {
       await this.finish();
       return { done: true, value: undefined };

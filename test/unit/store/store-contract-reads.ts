@@ -259,6 +259,22 @@ export function describeReadContract(factory: HarnessFactory): void {
       }
     });
 
+    it('an iterator returned while a chunk is being read yields nothing more', async () => {
+      const store = task.store('counts');
+      for (let i = 0; i < 50; i++) store.put(b(`k${String(i).padStart(2, '0')}`), b('v'), source(i));
+      await task.commit({});
+      store.put(b('k00x'), b('u'), source(99));
+      for (const readCommitted of [true, false]) {
+        const view = store.view({ readCommitted });
+        const iterator = view.range();
+        const pending = iterator.next();
+        await iterator.return!();
+        expect(await pending).toEqual({ done: true, value: undefined });
+        expect(await iterator.next()).toEqual({ done: true, value: undefined });
+        await view.close();
+      }
+    });
+
     it('an iterator abandoned early releases its resources and the view still closes', async () => {
       const store = task.store('counts');
       for (let i = 0; i < 50; i++) store.put(b(`k${String(i).padStart(2, '0')}`), b('v'), source(i));
