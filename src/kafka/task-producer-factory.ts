@@ -21,6 +21,8 @@ export interface TaskProducerOptions {
   readonly transactionTimeoutMs?: number;
 }
 
+const SEND_CHUNK = 1000;
+
 function toMessages(records: readonly OutputRecord[]): Map<string, Array<{ key: Buffer | null; value: Buffer | null; partition?: number; headers?: Record<string, string>; timestamp?: string }>> {
   const byTopic = new Map<string, Array<{ key: Buffer | null; value: Buffer | null; partition?: number; headers?: Record<string, string>; timestamp?: string }>>();
   for (const r of records) {
@@ -42,6 +44,12 @@ function toMessages(records: readonly OutputRecord[]): Map<string, Array<{ key: 
 
 /** One sendBatch; kafkajs answers one RecordMetadata per partition with the base offset of what it wrote there. */
 async function sendAll(sender: Pick<Producer, 'sendBatch'>, records: readonly OutputRecord[]): Promise<SendResult[]> {
+  // Bounded requests: one partition's batch must stay under the broker's message.max.bytes (1 MB).
+  if (records.length > SEND_CHUNK) {
+    const results: SendResult[] = [];
+    for (let i = 0; i < records.length; i += SEND_CHUNK) results.push(...await sendAll(sender, records.slice(i, i + SEND_CHUNK)));
+    return results;
+  }
   const byTopic = toMessages(records);
   const metadata = await sender.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })), acks: -1 });
   // Count what went to each explicit partition to turn base offsets into last offsets. Only the

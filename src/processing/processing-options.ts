@@ -23,6 +23,8 @@ export const processingOptionsSchema = z.object({
   processingGuarantee: z.enum(['exactly_once', 'at_least_once']).default('exactly_once'),
   /** commit.interval.ms; default 100 under exactly-once and 5000 under at-least-once (Kafka Streams: 100 / 30000). */
   commitIntervalMs: z.number().int().positive().optional(),
+  /** Output records a task buffers before sending them ahead of its commit, inside the open transaction. */
+  sendAheadRecords: z.number().int().positive().default(1000),
   /** Records buffered per task before its partitions are paused (buffered.records.per.partition). */
   maxBufferedRecordsPerTask: z.number().int().positive().default(1000),
   /** Longest synchronous processing slice before yielding to I/O, timers and queries. */

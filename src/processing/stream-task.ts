@@ -14,7 +14,7 @@
  */
 import type { Change, FlushedChange, RecordSource, TaskStores } from '../store/types.js';
 import { IqgateError } from '../errors.js';
-import type { InputRecord, OutputRecord, TaskProducer, TopicPartition, TopicPartitionOffset } from './ports.js';
+import type { InputRecord, OutputRecord, SendResult, TaskProducer, TopicPartition, TopicPartitionOffset } from './ports.js';
 import type { ErrorPolicy } from './processing-options.js';
 import type { ProcessorContext, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
 import { SOURCE_HEADERS } from './topic-names.js';
@@ -46,6 +46,11 @@ export interface StreamTaskConfig {
   /** At-least-once: the plain consumer offset commit. */
   readonly commitInputOffsets: (offsets: readonly TopicPartitionOffset[]) => Promise<void>;
   readonly onCommitStep?: (step: CommitStep, taskId: string) => void;
+  /**
+   * Output records buffered before they are sent ahead of the commit (inside the open
+   * transaction), so a commit only sends the remainder and the produce requests stay small.
+   */
+  readonly eagerSendRecords?: number;
   readonly logger: TaskLogger;
 }
 
@@ -79,6 +84,14 @@ export class StreamTask {
   private skipOffsets = new Set<string>();
   private pendingOutput: OutputRecord[] = [];
   private dirty = false;
+  /** Sends started ahead of the commit, chained so they reach each partition in order. */
+  private sendChain: Promise<void> = Promise.resolve();
+  private sendError: unknown = null;
+  private sentInTxn = false;
+  private sendGeneration = 0;
+  private readonly sentChangelog = new Map<string, number>();
+  /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
+  rollback: { record: InputRecord; error: unknown } | null = null;
   private current: RecordSource = { topic: '', partition: 0, offset: 0 };
   private currentTimestamp = 0;
   private readonly contexts = new Map<string, ProcessorContext>();
@@ -157,7 +170,7 @@ export class StreamTask {
   }
 
   canProcess(): boolean {
-    return this.state === 'RUNNING' && !this.committing && !this.revoked && this.buffered() > 0;
+    return this.state === 'RUNNING' && !this.committing && !this.revoked && this.rollback === null && this.buffered() > 0;
   }
 
   uncommittedBytes(): number {
@@ -172,13 +185,14 @@ export class StreamTask {
    */
   processSome(maxRecords: number, deadline: number, clock: () => number): number {
     let processed = 0;
-    while (processed < maxRecords && this.inboxHead < this.inbox.length) {
+    while (processed < maxRecords && this.inboxHead < this.inbox.length && this.rollback === null) {
       const record = this.inbox[this.inboxHead] as InputRecord;
       this.inboxHead += 1;
       this.runRecord(record);
       processed += 1;
       if ((processed & 15) === 0 && clock() >= deadline) break;
     }
+    if (this.pendingOutput.length >= (this.config.eagerSendRecords ?? 1000) && this.rollback === null) this.sendAhead();
     if (this.inboxHead > 1024 && this.inboxHead * 2 > this.inbox.length) {
       this.inbox = this.inbox.slice(this.inboxHead);
       this.inboxHead = 0;
@@ -192,6 +206,11 @@ export class StreamTask {
       this.txnRecords.push(record);
     } catch (error) {
       if (error instanceof FatalTaskError) throw error;
+      if (this.sentInTxn && this.config.processingErrors !== 'fail') {
+        // Records of this transaction are already in Kafka: abort it first (async, rollbackAndReplay).
+        this.rollback = { record, error };
+        return;
+      }
       this.onProcessorError(record, error);
     }
     this.nextOffsets.set(record.topic, record.offset + 1);
@@ -239,11 +258,58 @@ export class StreamTask {
     this.config.logger.warn(fields, 'processor failed: rolling back the transaction and replaying without the record');
     // Roll back everything since the last commit, then replay the same records without this one.
     const replay = this.txnRecords;
+    const skipped = [...this.skipOffsets];
     this.dropUncommitted();
+    for (const key of skipped) this.skipOffsets.add(key);
     this.skipOffsets.add(`${record.topic}:${record.offset}`);
     if (policy === 'dead-letter') this.pendingOutput.push(this.deadLetter(record, 'PROCESSING_FAILED', error));
     for (const r of replay) this.runRecord(r);
     this.txnRecords.push(record); // kept (as skipped) so a later rollback replays the skip and its dead letter
+  }
+
+  /**
+   * The asynchronous half of a processor error once records of the open transaction have been
+   * sent: abort the Kafka transaction, then roll back and replay as the synchronous path does.
+   * Throws if the abort fails (the caller then re-initialises the task).
+   */
+  async rollbackAndReplay(): Promise<void> {
+    const pending = this.rollback;
+    if (pending === null) return;
+    await this.sendChain.catch(() => undefined);
+    await this.producer?.abort();
+    this.sentInTxn = false;
+    this.rollback = null;
+    this.onProcessorError(pending.record, pending.error);
+    this.nextOffsets.set(pending.record.topic, pending.record.offset + 1);
+    this.dirty = true;
+  }
+
+  /** Starts sending the buffered output inside the open transaction, after any earlier send. */
+  private sendAhead(): void {
+    const producer = this.producer;
+    if (producer === null || this.pendingOutput.length === 0) return;
+    const output = this.pendingOutput;
+    this.pendingOutput = [];
+    this.sentInTxn = true;
+    const generation = this.sendGeneration;
+    this.sendChain = this.sendChain.then(async () => {
+      if (this.sendError !== null || generation !== this.sendGeneration) return;
+      try {
+        const results = await producer.send(output);
+        if (generation === this.sendGeneration) this.noteSent(results);
+      } catch (error) {
+        if (generation === this.sendGeneration) this.sendError = error;
+      }
+    });
+  }
+
+  private noteSent(results: readonly SendResult[]): void {
+    for (const result of results) {
+      const store = this.storeOfChangelog.get(result.topic);
+      if (store !== undefined && result.partition === this.partition) {
+        this.sentChangelog.set(store, Math.max(this.sentChangelog.get(store) ?? 0, result.lastOffset + 1));
+      }
+    }
   }
 
   private deadLetter(record: InputRecord, code: string, error: unknown): OutputRecord {
@@ -393,17 +459,12 @@ export class StreamTask {
       const records = this.txnRecords.length;
       this.flushAll();
       step('after-flush');
-      const output = this.pendingOutput;
-      this.pendingOutput = [];
-      const results = output.length > 0 ? await producer.send(output) : [];
+      this.sendAhead();
+      await this.sendChain;
+      if (this.sendError !== null) throw this.sendError;
       step('after-send');
       const changelogOffsets: Record<string, number> = { ...stores.changelogOffsets() };
-      for (const result of results) {
-        const store = this.storeOfChangelog.get(result.topic);
-        if (store !== undefined && result.partition === this.partition) {
-          changelogOffsets[store] = Math.max(changelogOffsets[store] ?? 0, result.lastOffset + 1);
-        }
-      }
+      for (const [store, next] of this.sentChangelog) changelogOffsets[store] = Math.max(changelogOffsets[store] ?? 0, next);
       const offsets = [...this.nextOffsets].map(([topic, offset]) => ({ topic, partition: this.partition, offset }));
       if (this.config.exactlyOnce) {
         await producer.sendOffsets(offsets);
@@ -417,6 +478,7 @@ export class StreamTask {
       step('after-store-commit');
       this.txnRecords = [];
       this.skipOffsets.clear();
+      this.resetSends();
       this.dirty = false;
       this.lastCommitAt = clock();
       return { committed: true, records, durationMs: clock() - started };
@@ -431,7 +493,16 @@ export class StreamTask {
     this.pendingOutput = [];
     this.txnRecords = [];
     this.skipOffsets.clear();
+    this.resetSends();
     this.dirty = false;
+  }
+
+  private resetSends(): void {
+    this.sendGeneration += 1;
+    this.sendChain = Promise.resolve();
+    this.sendError = null;
+    this.sentInTxn = false;
+    this.sentChangelog.clear();
   }
 
   /** Rebuilds the Position carried by changelog records (see onFlushed) for restore. */

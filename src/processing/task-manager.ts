@@ -200,6 +200,7 @@ export class TaskManager implements ConsumerHandlers {
       deserializationErrors: options.deserializationErrors,
       processingErrors: options.processingErrors,
       deadLetterTopic: options.deadLetterTopic,
+      eagerSendRecords: options.sendAheadRecords,
       commitInputOffsets: (offsets) => this.deps.ports.consumer.commitOffsets(offsets),
       ...(this.deps.events.onCommitStep ? { onCommitStep: this.deps.events.onCommitStep } : {}),
       logger: this.deps.logger,
@@ -233,6 +234,7 @@ export class TaskManager implements ConsumerHandlers {
           if (!task.canProcess()) continue;
           const n = task.processSome(200, deadline, this.clock);
           total += n;
+          if (task.rollback !== null) this.requestRollback(task);
           if (n > 0) progressed = true;
           if (this.backpressured.has(task) && task.buffered() <= this.deps.options.maxBufferedRecordsPerTask / 2) {
             this.backpressured.delete(task);
@@ -303,6 +305,22 @@ export class TaskManager implements ConsumerHandlers {
       if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.requestOpen(task);
     }, delay);
     timer.unref();
+  }
+
+  private requestRollback(task: StreamTask): void {
+    this.control.enqueue({
+      key: `rollback:${task.id}`,
+      group: task.id,
+      run: async () => {
+        try {
+          await task.rollbackAndReplay();
+        } catch (error) {
+          await this.recover(task, error);
+        } finally {
+          this.scheduleLoop();
+        }
+      },
+    });
   }
 
   // ---- open / close ----

@@ -121,3 +121,29 @@ describe('processing error policies', () => {
     expect(dead[0]?.headers['iqgate-error-code']).toBe('PROCESSING_FAILED');
   });
 });
+
+describe('a processor error after records of the transaction were already sent', () => {
+  it('aborts the Kafka transaction, then replays without the record: nothing of the aborted attempt is visible', async () => {
+    const broker = new FakeBroker();
+    broker.createTopic('in', 1);
+    const h = await startHarness({ topology: topology(), partitions: 1, broker, options: { processingErrors: 'skip', sendAheadRecords: 1 } });
+    harnesses.push(h);
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await h.manager.control.idle();
+    send(broker, 'in', 0, 'k', 'a');
+    send(broker, 'in', 0, 'k', 'b');
+    await h.pump();
+    await h.manager.control.idle();
+    send(broker, 'in', 0, 'k', 'boom');
+    send(broker, 'in', 0, 'k', 'c');
+    await h.pump();
+    await h.manager.control.idle();
+    await h.pump();
+    await h.commitAll();
+    expect(h.broker.calls).toContain('abort');
+    expect(await h.counts('counts', 0)).toEqual(new Map([['k', 3]]));
+    expect(h.broker.groupOffsets.get('app:in:0')).toBe(4);
+    const changelog = h.broker.readCommitted('app-counts-changelog', 0, 0).records;
+    expect(changelog.map((r) => serdes.int32.deserialize(r.value as Buffer))).toEqual([1, 2, 3]);
+  });
+});
