@@ -39,7 +39,10 @@ export function createKafka(options: KafkaClientOptions): Kafka {
     if (sink === undefined) return;
     const { message, ...extra } = log;
     const fields = { namespace, ...extra };
-    if (level === KafkaLogLevel.ERROR) sink.error(fields, String(message));
+    // The Connection namespace logs every error response at ERROR (rebalance in progress,
+    // concurrent transactions, …); the callers retry or surface what matters themselves.
+    if (namespace === 'Connection') sink.debug(fields, String(message));
+    else if (level === KafkaLogLevel.ERROR) sink.error(fields, String(message));
     else if (level === KafkaLogLevel.WARN) sink.warn(fields, String(message));
     else if (level === KafkaLogLevel.INFO) sink.info(fields, String(message));
     else sink.debug(fields, String(message));
