@@ -81,6 +81,9 @@ export class TaskManager implements ConsumerHandlers {
   private readonly beginnings: FreshTopicReader<Map<number, number>>;
   private readonly ends: FreshTopicReader<Map<number, number>>;
   private unsubscribeCommitNeeded: (() => void) | null = null;
+  /** Counts assignments; a task remembers the one it was opened under. */
+  private generation = 0;
+  private readonly openedIn = new Map<StreamTask, number>();
 
   constructor(private readonly deps: TaskManagerDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -148,6 +151,7 @@ export class TaskManager implements ConsumerHandlers {
   }
 
   onAssignment(assignment: readonly TopicPartition[]): void {
+    this.generation += 1;
     const wanted = new Map<string, { plan: SubTopologyPlan; partition: number }>();
     for (const tp of assignment) {
       const plan = this.planOfTopic.get(tp.topic);
@@ -300,7 +304,11 @@ export class TaskManager implements ConsumerHandlers {
     if (task.state === 'RUNNING' || task.state === 'RESTORING') task.transitionTo('SUSPENDED');
     this.deps.ports.consumer.pause(task.sourcePartitions);
     await discardProducer(producer);
-    const delay = fenced ? this.deps.options.fencedRetryMs : Math.min(this.deps.options.startupRetryMaxMs, 100 * 2 ** Math.min(attempts, 8));
+    // Fenced under the assignment we opened with: we are probably a zombie that has not noticed
+    // the rebalance yet, so wait for it. Fenced after a newer assignment gave us the task again:
+    // the fence came from the owner in between, and we own the task now.
+    const zombie = fenced && this.openedIn.get(task) === this.generation;
+    const delay = zombie ? this.deps.options.fencedRetryMs : Math.min(this.deps.options.startupRetryMaxMs, 100 * 2 ** Math.min(attempts, 8));
     const timer = setTimeout(() => {
       if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.requestOpen(task);
     }, delay);
@@ -335,6 +343,7 @@ export class TaskManager implements ConsumerHandlers {
     if (plan === undefined) throw new TypeError(`no plan for task ${task.id}`);
     const { options, ports, engine } = this.deps;
     task.transitionTo('RESTORING');
+    this.openedIn.set(task, this.generation);
     let producer: TaskProducer | null = null;
     try {
       const exactlyOnce = options.processingGuarantee === 'exactly_once';
@@ -392,6 +401,7 @@ export class TaskManager implements ConsumerHandlers {
     }
     if (task.state === 'RUNNING' || task.state === 'RESTORING') task.transitionTo('SUSPENDED');
     task.transitionTo('CLOSED');
+    this.openedIn.delete(task);
   }
 
   private fail(error: unknown): void {
