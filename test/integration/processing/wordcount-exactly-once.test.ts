@@ -52,5 +52,14 @@ describe('wordcount under exactly-once against the real broker', () => {
     const updates = await readOutput(kafka, output);
     expect(outputProblems(updates, expected, true)).toEqual([]);
     expect(runtime.metricsSnapshot().commits).toBeGreaterThan(0);
+
+    // What the query layer reads: store definitions with serdes and partitions, local partitions with task state.
+    const [definition] = runtime.storeDefinitions();
+    expect(definition).toMatchObject({ storeName: 'word-counts', partitions: 4 });
+    expect(definition?.keySerde.name).toBe('string');
+    expect(definition?.valueSerde.name).toBe('int32');
+    const locals = runtime.localStores();
+    expect(locals.map((l) => l.partition).sort()).toEqual([0, 1, 2, 3]);
+    expect(locals.every((l) => l.taskState === 'RUNNING' && l.storeName === 'word-counts')).toBe(true);
   });
 });

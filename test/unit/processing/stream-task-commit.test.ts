@@ -155,3 +155,24 @@ async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('at-least-once', () => {
+  it('commits input offsets through the consumer, with no transaction, then the store', async () => {
+    const broker = new FakeBroker();
+    broker.createTopic('in', 1);
+    broker.createTopic('out', 1);
+    const h = await startHarness({ topology: countTopology(), partitions: 1, broker, options: { processingGuarantee: 'at_least_once' } });
+    harnesses.push(h);
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await h.manager.control.idle();
+    send(broker, 'in', 0, 'a', 'x');
+    send(broker, 'in', 0, 'a', 'y');
+    await h.pump();
+    broker.calls.length = 0;
+    await h.commitAll();
+    expect(broker.calls).toEqual(['send:4']); // no sendOffsets / commit: offsets went through the consumer
+    expect(h.steps.filter((s) => s.endsWith('after-send-offsets'))).toEqual([]);
+    expect(broker.groupOffsets.get('app:in:0')).toBe(2);
+    expect(await h.counts('counts', 0)).toEqual(new Map([['a', 2]]));
+  });
+});
