@@ -9,7 +9,7 @@
  *
  * Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
  */
-import '../src/kafka/kafkajs-aborted-filter-fix.js';
+import '../src/kafka/kafkajs-patches.js';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,6 +99,8 @@ async function main(): Promise<void> {
     const runtime = await runWordcount({
       brokers: broker.brokers, inputTopic: input, outputTopic: wcOut, applicationId: appId,
       stateDir: dir, logLevel: (process.env.BENCH_LOG as 'warn' | undefined) ?? 'warn', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1_000,
+      ...(process.env.BENCH_SLICE_MS ? { processingSliceMs: Number(process.env.BENCH_SLICE_MS) } : {}),
+      ...(process.env.BENCH_BUFFERED ? { maxBufferedRecordsPerTask: Number(process.env.BENCH_BUFFERED) } : {}),
     });
     delay.enable();
     const progress = process.env.BENCH_LOG === 'info' ? setInterval(() => {
@@ -127,6 +129,10 @@ async function main(): Promise<void> {
     report('wordcount exactly-once / plain loop', 'ratio', eos / plain);
     report('commit latency p50', 'ms', m.commitLatencyP50Ms);
     report('commit latency p99', 'ms', m.commitLatencyP99Ms);
+    report('commit phase p50: wait for sends', 'ms', m.commitPhasesP50Ms.send);
+    report('commit phase p50: add offsets', 'ms', m.commitPhasesP50Ms.offsets);
+    report('commit phase p50: Kafka commit', 'ms', m.commitPhasesP50Ms.kafkaCommit);
+    report('commit phase p50: store commit', 'ms', m.commitPhasesP50Ms.storeCommit);
     report('processing pause p99 (event-loop delay)', 'ms', delay.percentile(99) / 1e6);
     report('processing slice p99', 'ms', m.sliceP99Ms);
     report('commits', 'count', m.commits);

@@ -4,7 +4,7 @@
  * with a skewed (Zipf-like) distribution, as natural text does.
  */
 // Before kafkajs: read_committed must not see aborted records (see the module's comment).
-import '../../src/kafka/kafkajs-aborted-filter-fix.js';
+import '../../src/kafka/kafkajs-patches.js';
 import { Kafka, logLevel } from 'kafkajs';
 
 const VOCABULARY = [

@@ -8,7 +8,7 @@
  *   WORDCOUNT_GENERATE=<n>: first produce n lines (creating the input topic if needed).
  * SIGTERM/SIGINT stop it gracefully.
  */
-import '../../src/kafka/kafkajs-aborted-filter-fix.js';
+import '../../src/kafka/kafkajs-patches.js';
 import { installShutdownHooks } from '../../src/runtime/shutdown-hooks.js';
 import { runWordcount } from './run-wordcount.js';
 import { produceLines } from './line-generator.js';

@@ -9,7 +9,7 @@
  * consumer's long polls. One read loop per partition; no fetch sessions (kafkajs sends none).
  */
 // Must precede the first kafkajs import (see the module's comment).
-import './kafkajs-aborted-filter-fix.js';
+import './kafkajs-patches.js';
 import { createRequire } from 'node:module';
 import { PartitionAssigners, type Cluster, type Kafka, type KafkaMessage } from 'kafkajs';
 import type { ChangelogChunk, ChangelogReaderPort, TopicPartition } from '../processing/ports.js';

@@ -27,6 +27,7 @@ export interface GroupConsumerOptions {
   readonly rebalanceTimeoutMs?: number;
   readonly maxWaitTimeMs?: number;
   readonly maxBytesPerPartition?: number;
+  readonly maxBytes?: number;
 }
 
 export function toInputRecord(topic: string, partition: number, message: KafkaMessage): InputRecord {
@@ -60,7 +61,10 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
       heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
       rebalanceTimeout: options.rebalanceTimeoutMs ?? 60_000,
       maxWaitTimeInMs: options.maxWaitTimeMs ?? 200,
-      maxBytesPerPartition: options.maxBytesPerPartition ?? 1_048_576,
+      // Small fetches: kafkajs decodes a whole response synchronously, and an 8 MB response holds
+      // the event loop (commits, queries, heartbeats) for 100 ms or more on this hardware.
+      maxBytesPerPartition: options.maxBytesPerPartition ?? 262_144,
+      maxBytes: options.maxBytes ?? 2_097_152,
       allowAutoTopicCreation: false,
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
     });

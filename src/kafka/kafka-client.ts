@@ -4,7 +4,7 @@
  * levels itself before calling the logCreator).
  */
 // Must precede the first kafkajs import (see the module's comment).
-import './kafkajs-aborted-filter-fix.js';
+import './kafkajs-patches.js';
 import { Kafka, logLevel as KafkaLogLevel, type logCreator } from 'kafkajs';
 
 export type KafkaLogLevelName = 'nothing' | 'error' | 'warn' | 'info' | 'debug';

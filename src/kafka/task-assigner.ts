@@ -5,7 +5,7 @@
  * and would split a task across members. Custom assigners: KAFKAJS-NOTES §3.
  */
 // Must precede the first kafkajs import (see the module's comment).
-import './kafkajs-aborted-filter-fix.js';
+import './kafkajs-patches.js';
 import { AssignerProtocol, type PartitionAssigner } from 'kafkajs';
 
 export const TASK_ASSIGNER_NAME = 'IqgateTaskAssigner';

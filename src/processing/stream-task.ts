@@ -61,6 +61,8 @@ export interface CommitOutcome {
   readonly committed: boolean;
   readonly records: number;
   readonly durationMs: number;
+  /** Time in each phase: waiting for sends, adding offsets, committing in Kafka, committing the store. */
+  readonly phasesMs?: { readonly send: number; readonly offsets: number; readonly kafkaCommit: number; readonly storeCommit: number };
 }
 
 export class StreamTask {
@@ -463,25 +465,35 @@ export class StreamTask {
       await this.sendChain;
       if (this.sendError !== null) throw this.sendError;
       step('after-send');
+      const sent = clock();
       const changelogOffsets: Record<string, number> = { ...stores.changelogOffsets() };
       for (const [store, next] of this.sentChangelog) changelogOffsets[store] = Math.max(changelogOffsets[store] ?? 0, next);
       const offsets = [...this.nextOffsets].map(([topic, offset]) => ({ topic, partition: this.partition, offset }));
+      let offsetsAdded = sent;
       if (this.config.exactlyOnce) {
         await producer.sendOffsets(offsets);
         step('after-send-offsets');
+        offsetsAdded = clock();
         await producer.commit();
       } else {
         await this.config.commitInputOffsets(offsets);
       }
       step('after-kafka-commit');
+      const kafkaCommitted = clock();
       await stores.commit(changelogOffsets);
       step('after-store-commit');
+      const storeCommitted = clock();
       this.txnRecords = [];
       this.skipOffsets.clear();
       this.resetSends();
       this.dirty = false;
       this.lastCommitAt = clock();
-      return { committed: true, records, durationMs: clock() - started };
+      return {
+        committed: true,
+        records,
+        durationMs: storeCommitted - started,
+        phasesMs: { send: sent - started, offsets: offsetsAdded - sent, kafkaCommit: kafkaCommitted - offsetsAdded, storeCommit: storeCommitted - kafkaCommitted },
+      };
     } finally {
       this.committing = false;
     }

@@ -20,7 +20,7 @@ import { FreshTopicReader } from './fresh-topic-reader.js';
 import type { ConsumerHandlers, InputRecord, KafkaPorts, TaskProducer, TopicPartition } from './ports.js';
 import type { ProcessingOptions } from './processing-options.js';
 import { RestoreCancelled, restoreTaskStores, type RestoreProgress } from './restore-task-stores.js';
-import { FatalTaskError, StreamTask, type CommitStep, type TaskLogger } from './stream-task.js';
+import { FatalTaskError, StreamTask, type CommitOutcome, type CommitStep, type TaskLogger } from './stream-task.js';
 import type { Topology } from './topology.js';
 import { changelogTopic, internalTopic, taskIdFor, transactionalIdFor } from './topic-names.js';
 
@@ -30,7 +30,7 @@ export interface TaskManagerLogger extends TaskLogger {
 }
 
 export interface TaskManagerEvents {
-  onCommit?(taskId: string, durationMs: number, records: number): void;
+  onCommit?(taskId: string, durationMs: number, records: number, phasesMs?: CommitOutcome['phasesMs']): void;
   onRestoreProgress?(progress: RestoreProgress): void;
   onCommitStep?(step: CommitStep, taskId: string): void;
   /** The processing loop's synchronous slices, for the pause figures. */
@@ -277,7 +277,7 @@ export class TaskManager implements ConsumerHandlers {
       const outcome = await task.commit(this.clock);
       if (outcome.committed) {
         this.failures.delete(task.id);
-        this.deps.events.onCommit?.(task.id, outcome.durationMs, outcome.records);
+        this.deps.events.onCommit?.(task.id, outcome.durationMs, outcome.records, outcome.phasesMs);
       }
     } catch (error) {
       await this.recover(task, error);

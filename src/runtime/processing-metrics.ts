@@ -36,6 +36,8 @@ export interface ProcessingMetricsSnapshot {
   readonly recordsCommitted: number;
   readonly commitLatencyP50Ms: number;
   readonly commitLatencyP99Ms: number;
+  /** p50 of each commit phase (send wait, add offsets, Kafka commit, store commit). */
+  readonly commitPhasesP50Ms: { readonly send: number; readonly offsets: number; readonly kafkaCommit: number; readonly storeCommit: number };
   readonly sliceP99Ms: number;
   readonly controlWaitP99Ms: number;
   readonly controlQueueDepth: number;
@@ -46,6 +48,11 @@ export interface ProcessingMetricsSnapshot {
 
 export class ProcessingMetrics {
   readonly commitLatency = new Reservoir();
+  /** Commit phases: waiting for the sends, adding the offsets, the Kafka commit, the store commit. */
+  readonly commitSend = new Reservoir();
+  readonly commitOffsets = new Reservoir();
+  readonly commitKafka = new Reservoir();
+  readonly commitStore = new Reservoir();
   readonly slices = new Reservoir();
   readonly controlWait = new Reservoir();
   recordsCommitted = 0;

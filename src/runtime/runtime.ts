@@ -132,9 +132,15 @@ export class Runtime {
         engine: this.engine,
         logger: this.logger.child({ component: 'tasks' }),
         events: {
-          onCommit: (_taskId, durationMs, records) => {
+          onCommit: (_taskId, durationMs, records, phases) => {
             this.metrics.commitLatency.add(durationMs);
             this.metrics.recordsCommitted += records;
+            if (phases !== undefined) {
+              this.metrics.commitSend.add(phases.send);
+              this.metrics.commitOffsets.add(phases.offsets);
+              this.metrics.commitKafka.add(phases.kafkaCommit);
+              this.metrics.commitStore.add(phases.storeCommit);
+            }
           },
           onRestoreProgress: (p) => {
             if (p.done) {
@@ -323,6 +329,12 @@ export class Runtime {
       recordsCommitted: this.metrics.recordsCommitted,
       commitLatencyP50Ms: this.metrics.commitLatency.percentile(50),
       commitLatencyP99Ms: this.metrics.commitLatency.percentile(99),
+      commitPhasesP50Ms: {
+        send: this.metrics.commitSend.percentile(50),
+        offsets: this.metrics.commitOffsets.percentile(50),
+        kafkaCommit: this.metrics.commitKafka.percentile(50),
+        storeCommit: this.metrics.commitStore.percentile(50),
+      },
       sliceP99Ms: this.metrics.slices.percentile(99),
       controlWaitP99Ms: this.metrics.controlWait.percentile(99),
       controlQueueDepth: control?.depth ?? 0,

@@ -3,7 +3,7 @@
  * read_committed output and the committed stores.
  */
 import { randomBytes } from 'node:crypto';
-import '../../../src/kafka/kafkajs-aborted-filter-fix.js';
+import '../../../src/kafka/kafkajs-patches.js';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { makeLine, wordsOf } from '../../../examples/wordcount/index.js';
 import { serdes } from '../../../src/store/serdes.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { filterAbortedMessages } from '../../../src/kafka/kafkajs-aborted-filter-fix.js';
+import { filterAbortedMessages, groupMessagesPerPartition } from '../../../src/kafka/kafkajs-patches.js';
 
 const ABORT = Buffer.from([0, 0, 0, 0]);
 const COMMIT = Buffer.from([0, 0, 0, 1]);
@@ -38,5 +38,18 @@ describe('the fix is what kafkajs uses', () => {
     const messages = [msg(10, 'p1'), msg(11, 'p2'), msg(12, 'p3'), msg(13, 'p1', { control: ABORT }), msg(14, 'p2', { control: COMMIT }), msg(15, 'p3', { control: ABORT }), msg(16, 'p1')];
     const batch = new Batch('t', '10', { partition: 0, highWatermark: '17', messages, abortedTransactions: [{ producerId: 'p3', firstOffset: '12' }, { producerId: 'p1', firstOffset: '10' }] });
     expect(batch.messages.map((m) => m.offset)).toEqual(['11', '16']);
+  });
+});
+
+describe('grouping messages per partition', () => {
+  it('groups in order, as kafkajs does, and kafkajs uses the patched function', async () => {
+    const messages = Array.from({ length: 10 }, (_, i) => ({ value: String(i) }));
+    const partitioner = ({ message }: { message: unknown }): number => Number((message as { value: string }).value) % 3;
+    const grouped = groupMessagesPerPartition({ topic: 't', partitionMetadata: [{}, {}, {}], messages, partitioner });
+    expect(Object.fromEntries(Object.entries(grouped).map(([p, ms]) => [p, ms.map((m) => (m as { value: string }).value)]))).toEqual({ 0: ['0', '3', '6', '9'], 1: ['1', '4', '7'], 2: ['2', '5', '8'] });
+    expect(groupMessagesPerPartition({ topic: 't', partitionMetadata: [], messages, partitioner })).toEqual({});
+    const { createRequire } = await import('node:module');
+    const require = createRequire(import.meta.url);
+    expect(require('kafkajs/src/producer/groupMessagesPerPartition')).toBe(groupMessagesPerPartition);
   });
 });
