@@ -100,6 +100,7 @@ async function main(): Promise<void> {
       brokers: broker.brokers, inputTopic: input, outputTopic: wcOut, applicationId: appId,
       stateDir: dir, logLevel: (process.env.BENCH_LOG as 'warn' | undefined) ?? 'warn', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1_000,
       ...(process.env.BENCH_SLICE_MS ? { processingSliceMs: Number(process.env.BENCH_SLICE_MS) } : {}),
+      ...(process.env.BENCH_FETCH_MB ? { fetchMaxBytes: Number(process.env.BENCH_FETCH_MB) * 1048576, fetchMaxBytesPerPartition: Number(process.env.BENCH_FETCH_MB) * 1048576 / 4 } : {}),
       ...(process.env.BENCH_BUFFERED ? { maxBufferedRecordsPerTask: Number(process.env.BENCH_BUFFERED) } : {}),
     });
     delay.enable();

@@ -19,6 +19,12 @@
  * every message (`[...current, message]`), quadratic in the records per partition of a send; it
  * was the top item of bench:processing's CPU profile. Same result in linear time (what kafkajs
  * PR #1576, shipped in the kafkajs-fixes fork, does).
+ *
+ * 3. The request queue's timer loop (CPU): after the first response, every socket reschedules
+ * `checkPendingRequests` every ~1 ms forever, even with nothing pending (KAFKAJS-NOTES §5 "Timer
+ * load per socket"; #1556, #1604, #1704; fix PRs #1572/#1667). With one transactional producer per
+ * task that is thousands of wake-ups per second. The patched method schedules a check only when
+ * requests are pending or the broker throttles; a response or a new request checks the queue anyway.
  */
 import { createRequire, Module } from 'node:module';
 
@@ -95,3 +101,22 @@ function install(file: string, replacement: unknown): void {
 
 install('kafkajs/src/consumer/filterAbortedMessages.js', filterAbortedMessages);
 install('kafkajs/src/producer/groupMessagesPerPartition.js', groupMessagesPerPartition);
+
+interface RequestQueueLike {
+  pending: unknown[];
+  throttledUntil: number;
+  throttleCheckTimeoutId: NodeJS.Timeout | null;
+  checkPendingRequests(): void;
+}
+const CHECK_PENDING_REQUESTS_INTERVAL = 10; // kafkajs' own constant (requestQueue/index.js:12)
+const RequestQueue = require('kafkajs/src/network/requestQueue') as { prototype: RequestQueueLike & { scheduleCheckPendingRequests(this: RequestQueueLike): void } };
+RequestQueue.prototype.scheduleCheckPendingRequests = function scheduleCheckPendingRequests(this: RequestQueueLike): void {
+  if (this.throttleCheckTimeoutId) return;
+  const throttledFor = this.throttledUntil - Date.now();
+  if (this.pending.length === 0 && throttledFor <= 0) return; // nothing to check: no 1 ms loop
+  const delay = this.pending.length > 0 && throttledFor <= 0 ? CHECK_PENDING_REQUESTS_INTERVAL : Math.max(throttledFor, 0);
+  this.throttleCheckTimeoutId = setTimeout(() => {
+    this.throttleCheckTimeoutId = null;
+    this.checkPendingRequests();
+  }, delay);
+};

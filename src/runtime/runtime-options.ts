@@ -23,6 +23,9 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
   rebalanceTimeoutMs: z.number().int().positive().default(60_000),
   /** Fetch long-poll cap; short, because kafkajs sleeps this long when all partitions are paused. */
   maxWaitTimeMs: z.number().int().positive().default(200),
+  /** Fetch size caps (kafkajs decodes a response in one synchronous go: smaller keeps the loop responsive). */
+  fetchMaxBytesPerPartition: z.number().int().positive().default(262_144),
+  fetchMaxBytes: z.number().int().positive().default(2_097_152),
   transactionTimeoutMs: z.number().int().positive().default(60_000),
   kafkaLogLevel: z.enum(['nothing', 'error', 'warn', 'info', 'debug']).default('error'),
   logLevel: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),

@@ -115,6 +115,8 @@ export class Runtime {
         heartbeatIntervalMs: o.heartbeatIntervalMs,
         rebalanceTimeoutMs: o.rebalanceTimeoutMs,
         maxWaitTimeMs: o.maxWaitTimeMs,
+        maxBytesPerPartition: o.fetchMaxBytesPerPartition,
+        maxBytes: o.fetchMaxBytes,
       },
     });
     this.ports = ports;

@@ -53,3 +53,20 @@ describe('grouping messages per partition', () => {
     expect(require('kafkajs/src/producer/groupMessagesPerPartition')).toBe(groupMessagesPerPartition);
   });
 });
+
+describe('the request queue timer', () => {
+  it('does not reschedule itself when nothing is pending and nothing is throttled', async () => {
+    const { createRequire } = await import('node:module');
+    const require = createRequire(import.meta.url);
+    const RequestQueue = require('kafkajs/src/network/requestQueue') as { prototype: { scheduleCheckPendingRequests(this: unknown): void } };
+    let checks = 0;
+    const queue = { pending: [] as unknown[], throttledUntil: 0, throttleCheckTimeoutId: null as NodeJS.Timeout | null, checkPendingRequests() { checks += 1; } };
+    RequestQueue.prototype.scheduleCheckPendingRequests.call(queue);
+    expect(queue.throttleCheckTimeoutId).toBeNull();
+    queue.pending.push({});
+    RequestQueue.prototype.scheduleCheckPendingRequests.call(queue);
+    expect(queue.throttleCheckTimeoutId).not.toBeNull();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(checks).toBe(1);
+  });
+});
