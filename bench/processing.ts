@@ -8,6 +8,8 @@
  * stores, changelog, output, every 100 ms in a Kafka transaction per task.
  *
  * Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
+ * Knobs for experiments (defaults are the runtime's): BENCH_LINES (60000), BENCH_LOG=info (progress
+ * lines), BENCH_SLICE_MS, BENCH_FETCH_MB, BENCH_BUFFERED.
  */
 import '../src/kafka/kafkajs-patches.js';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
