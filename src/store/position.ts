@@ -11,6 +11,9 @@ export type PositionJSON = Record<string, Record<string, number>>;
 
 export class Position {
   private readonly topics = new Map<string, Map<number, number>>();
+  /** The last topic advanced and its partitions: writes mostly come from one input topic. */
+  private lastTopic: string | undefined;
+  private lastPartitions: Map<number, number> | undefined;
 
   static empty(): Position {
     return new Position();
@@ -32,11 +35,13 @@ export class Position {
 
   /** Records that `offset` of `topic`/`partition` has been applied; keeps the maximum. */
   advance(topic: string, partition: number, offset: number): this {
-    let partitions = this.topics.get(topic);
+    let partitions = topic === this.lastTopic ? this.lastPartitions! : this.topics.get(topic);
     if (partitions === undefined) {
       partitions = new Map();
       this.topics.set(topic, partitions);
     }
+    this.lastTopic = topic;
+    this.lastPartitions = partitions;
     const current = partitions.get(partition);
     if (current === undefined || offset > current) partitions.set(partition, offset);
     return this;

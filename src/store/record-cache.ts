@@ -16,12 +16,13 @@
  *
  * Clean entries always equal what the layers below (write batch, committed store) hold; the
  * owner drops them when that could stop being true (abort, restore). Read views therefore only
- * need the dirty entries, which each NamedCache also keeps in a copy-on-write sorted map.
+ * need the dirty entries, which each NamedCache also keeps as a WriteBatch of key → latest
+ * value (its sorted copy-on-write map is built only when a read view asks for it).
  */
 import { ENTRY_OVERHEAD_BYTES } from './store-options.js';
-import { createSortedMap, type SortedMap } from './sorted-map.js';
 import type { RecordSource } from './types.js';
 import type { UncommittedBudget } from './uncommitted-budget.js';
+import { WriteBatch } from './write-batch.js';
 
 export class CacheEntry {
   prev: CacheEntry | null = null;
@@ -35,8 +36,8 @@ export class CacheEntry {
   size: number;
 
   constructor(
-    readonly owner: NamedCache,
-    readonly key: string,
+    public owner: NamedCache,
+    public key: string,
     public keyBytes: Buffer,
     value: Buffer | null,
   ) {
@@ -46,11 +47,17 @@ export class CacheEntry {
 }
 
 /**
- * Receives a NamedCache's dirty entries, in write order, when they are flushed, together with
- * the same entries as a sorted map (key → latest value) and their accounted bytes, which the
- * write batch can adopt whole when it is empty.
+ * Removed entries kept for reuse: once the cache is full every write of a new key evicts about
+ * one entry, and reusing it spares an allocation that would survive into the old generation.
  */
-export type CacheFlushHandler = (entries: readonly CacheEntry[], sorted: SortedMap<Buffer | null>, bytes: number) => void;
+const POOL_MAX = 64;
+
+/**
+ * Receives a NamedCache's dirty entries, in write order, when they are flushed, together with
+ * the same entries as a WriteBatch (key → latest value, with their accounted bytes), which the
+ * partition's write batch absorbs (adopts whole when it is empty).
+ */
+export type CacheFlushHandler = (entries: readonly CacheEntry[], dirty: WriteBatch) => void;
 
 export class NamedCache {
   readonly entries = new Map<string, CacheEntry>();
@@ -58,20 +65,24 @@ export class NamedCache {
   dirtyHead: CacheEntry | null = null;
   dirtyTail: CacheEntry | null = null;
   dirtyCount = 0;
-  /** The dirty entries' values by key, copy-on-write: what uncommitted read views see of the cache. */
-  dirtySorted: SortedMap<Buffer | null> = createSortedMap<Buffer | null>();
-  dirtyBytes = 0;
+  /** The dirty entries' latest values and accounted bytes: what uncommitted read views see of the cache. */
+  dirty = new WriteBatch();
 
   constructor(
     readonly name: string,
     readonly onFlush: CacheFlushHandler,
   ) {}
+
+  get dirtyBytes(): number {
+    return this.dirty.bytes;
+  }
 }
 
 export class RecordCache {
   private head: CacheEntry | null = null;
   private tail: CacheEntry | null = null;
   private byteCount = 0;
+  private readonly pool: CacheEntry[] = [];
 
   constructor(
     readonly maxBytes: number,
@@ -95,37 +106,36 @@ export class RecordCache {
   /** A write: becomes the key's dirty entry; may evict (and so flush) entries of any NamedCache. */
   putDirty(cache: NamedCache, key: string, keyBytes: Buffer, value: Buffer | null, source: RecordSource): void {
     let entry = cache.entries.get(key);
+    let delta: number;
     if (entry === undefined) {
-      entry = new CacheEntry(cache, key, keyBytes, value);
+      entry = this.newEntry(cache, key, keyBytes, value);
       cache.entries.set(key, entry);
       this.byteCount += entry.size;
+      delta = entry.size;
     } else {
-      // Entries are mutable: read views never see them (they clone dirtySorted instead).
-      if (entry.dirty) {
-        cache.dirtyBytes -= entry.size;
-        this.budget.add(-entry.size);
-        this.unlinkDirty(entry);
-      }
-      this.byteCount -= entry.size;
+      // Entries are mutable: read views never see them (they snapshot cache.dirty instead).
+      const oldSize = entry.size;
+      if (entry.dirty) this.unlinkDirty(entry);
       entry.keyBytes = keyBytes;
       entry.value = value;
       entry.size = key.length + (value === null ? 0 : value.length) + ENTRY_OVERHEAD_BYTES;
-      this.byteCount += entry.size;
+      this.byteCount += entry.size - oldSize;
+      delta = entry.dirty ? entry.size - oldSize : entry.size;
       if (entry !== this.tail) this.unlink(entry);
     }
     if (entry !== this.tail) this.append(entry);
     entry.source = source;
     entry.dirty = true;
     this.appendDirty(entry);
-    cache.dirtySorted.set(key, value);
-    cache.dirtyBytes += entry.size;
-    this.budget.add(entry.size);
+    // Same formula as the batch's entryBytes, so the delta is the batch's too.
+    cache.dirty.setAccounted(key, value, delta);
+    this.budget.add(delta);
     if (this.byteCount > this.maxBytes) this.evict();
   }
 
   /** Caches a value read from a lower layer (the key is not cached yet). */
   putClean(cache: NamedCache, key: string, keyBytes: Buffer, value: Buffer): void {
-    const entry = new CacheEntry(cache, key, keyBytes, value);
+    const entry = this.newEntry(cache, key, keyBytes, value);
     cache.entries.set(key, entry);
     this.byteCount += entry.size;
     this.append(entry);
@@ -137,16 +147,17 @@ export class RecordCache {
     if (cache.dirtyCount === 0) return;
     const flushed = new Array<CacheEntry>(cache.dirtyCount);
     let i = 0;
-    for (let entry = cache.dirtyHead; entry !== null; entry = entry.dirtyNext) {
+    for (let entry = cache.dirtyHead; entry !== null; ) {
+      const next: CacheEntry | null = entry.dirtyNext;
       flushed[i++] = entry;
       entry.dirty = false;
+      entry.dirtyPrev = entry.dirtyNext = null;
+      entry = next;
     }
-    for (const entry of flushed) entry.dirtyPrev = entry.dirtyNext = null;
-    const sorted = cache.dirtySorted;
-    const bytes = cache.dirtyBytes;
-    this.budget.add(-bytes);
+    const dirty = cache.dirty;
+    this.budget.add(-dirty.bytes);
     this.resetDirty(cache);
-    cache.onFlush(flushed, sorted, bytes);
+    cache.onFlush(flushed, dirty);
   }
 
   /** Drops every entry of the NamedCache, dirty ones included (abort, close). */
@@ -158,7 +169,7 @@ export class RecordCache {
       entry.dirtyPrev = entry.dirtyNext = null;
     }
     cache.entries.clear();
-    this.budget.add(-cache.dirtyBytes);
+    this.budget.add(-cache.dirty.bytes);
     this.resetDirty(cache);
   }
 
@@ -170,16 +181,20 @@ export class RecordCache {
   private resetDirty(cache: NamedCache): void {
     cache.dirtyHead = cache.dirtyTail = null;
     cache.dirtyCount = 0;
-    cache.dirtySorted = createSortedMap<Buffer | null>();
-    cache.dirtyBytes = 0;
+    cache.dirty = new WriteBatch();
   }
 
   private evict(): void {
     while (this.byteCount > this.maxBytes && this.head !== null) {
       const eldest = this.head;
-      if (eldest.dirty) this.flush(eldest.owner);
-      // The flush handler may have dropped or replaced entries; only remove what is still there.
-      if (eldest.owner.entries.get(eldest.key) === eldest) this.remove(eldest);
+      if (!eldest.dirty) {
+        this.remove(eldest);
+        this.recycle(eldest);
+      } else {
+        this.flush(eldest.owner);
+        // The flush handler may have dropped or replaced entries; only remove what is still there.
+        if (eldest.owner.entries.get(eldest.key) === eldest) this.remove(eldest);
+      }
     }
   }
 
@@ -188,6 +203,25 @@ export class RecordCache {
     this.unlink(entry);
     this.byteCount -= entry.size;
     entry.owner.entries.delete(entry.key);
+  }
+
+  private newEntry(cache: NamedCache, key: string, keyBytes: Buffer, value: Buffer | null): CacheEntry {
+    const entry = this.pool.pop();
+    if (entry === undefined) return new CacheEntry(cache, key, keyBytes, value);
+    entry.owner = cache;
+    entry.key = key;
+    entry.keyBytes = keyBytes;
+    entry.value = value;
+    entry.size = key.length + (value === null ? 0 : value.length) + ENTRY_OVERHEAD_BYTES;
+    return entry;
+  }
+
+  /** An entry evicted clean, referenced from nowhere any more (unlinked, out of its map). */
+  private recycle(entry: CacheEntry): void {
+    if (this.pool.length >= POOL_MAX) return;
+    entry.source = null;
+    entry.value = null;
+    this.pool.push(entry);
   }
 
   private append(entry: CacheEntry): void {

@@ -15,7 +15,7 @@
 import { IqgateError } from '../errors.js';
 import { Position } from './position.js';
 import { LayeredReadView } from './read-view.js';
-import { fromInternalKey, toInternalKey, type SortedMap } from './sorted-map.js';
+import { fromInternalKey, toInternalKey } from './sorted-map.js';
 import { storeClosedError } from './store-errors.js';
 import { WriteBatch } from './write-batch.js';
 import type { CommittedKeyspace, CommittedWrite, StoreMeta } from './committed-store.js';
@@ -80,8 +80,8 @@ export class StorePartition implements KeyValueStorePartition {
     this.committedPos = context.meta?.position.copy() ?? Position.empty();
     this.uncommittedPos = this.committedPos.copy();
     this.offset = context.meta?.changelogOffset;
-    this.named = new NamedCache(`${context.taskId}/${context.storeName}/${context.partition}`, (entries, sorted, bytes) =>
-      this.onCacheFlush(entries, sorted, bytes),
+    this.named = new NamedCache(`${context.taskId}/${context.storeName}/${context.partition}`, (entries, dirty) =>
+      this.onCacheFlush(entries, dirty),
     );
   }
 
@@ -143,10 +143,10 @@ export class StorePartition implements KeyValueStorePartition {
   }
 
   /** Dirty cache entries, in write order, reach the write batch and the flush listeners. */
-  private onCacheFlush(entries: readonly CacheEntry[], sorted: SortedMap<Buffer | null>, bytes: number): void {
-    // The cache's sorted dirty map holds exactly these entries' latest values: the batch
-    // absorbs it whole (O(1) for the first flush since the last commit).
-    const delta = this.batch.absorb(sorted, bytes);
+  private onCacheFlush(entries: readonly CacheEntry[], dirty: WriteBatch): void {
+    // The cache's dirty batch holds exactly these entries' latest values: the batch absorbs
+    // it whole (O(1) for the first flush since the last commit).
+    const delta = this.batch.absorb(dirty);
     const changes: FlushedChange[] = new Array(entries.length);
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!;
@@ -173,7 +173,7 @@ export class StorePartition implements KeyValueStorePartition {
     }
     // Same synchronous tick as the snapshot: O(1) copy-on-write clones of the memory layers.
     const layers: MemoryLayer[] = [];
-    if (this.named.dirtySorted.size > 0) layers.push(this.named.dirtySorted.clone());
+    if (this.named.dirty.size > 0) layers.push(this.named.dirty.snapshot());
     if (this.batch.size > 0) layers.push(this.batch.snapshot());
     for (let i = this.committing.length - 1; i >= 0; i--) {
       const { batch } = this.committing[i]!;
@@ -252,7 +252,7 @@ export class StorePartition implements KeyValueStorePartition {
         this.offset = offset;
         if (this.listeners.size > 0) {
           const changes: Change[] = [];
-          for (const [key, value] of batch.entries()) changes.push({ key: fromInternalKey(key), value });
+          for (const [key, value] of batch.sortedEntries()) changes.push({ key: fromInternalKey(key), value });
           this.emit({ kind: 'committed', changes, position: position.copy() });
         }
       },

@@ -1,9 +1,17 @@
 /**
  * The write batch: the transaction buffer of one store partition (KIP-892's transaction
- * buffer, in the role Kafka Streams gives RocksDB's WriteBatchWithIndex). A sorted map of
- * key → value, or null for a tombstone that masks the committed store, holding everything
- * flushed since the last commit, with byte accounting. Commit writes it as one atomic batch;
- * abort drops it.
+ * buffer, in the role Kafka Streams gives RocksDB's WriteBatchWithIndex). Key → value, or null
+ * for a tombstone that masks the committed store, holding everything flushed since the last
+ * commit, with byte accounting. Commit writes it as one atomic batch; abort drops it. The
+ * record cache keeps its dirty entries in one too, which the partition's batch adopts whole
+ * on a flush.
+ *
+ * The entries live in a hash map: writes, point reads and the commit (LevelDB takes a batch's
+ * keys in any order) need no ordering. The sorted copy-on-write map that read views clone is
+ * built on the first snapshot() and then kept up to date lazily: keys set since the last
+ * snapshot wait in a list and go into the tree at the next one. Writes without read views
+ * therefore never pay for a sorted insert; with views, each view pays for the keys written
+ * since the one before.
  */
 import { ENTRY_OVERHEAD_BYTES } from './store-options.js';
 import { createSortedMap, type SortedMap } from './sorted-map.js';
@@ -14,44 +22,80 @@ export function entryBytes(key: string, value: BatchValue): number {
   return key.length + (value === null ? 0 : value.length) + ENTRY_OVERHEAD_BYTES;
 }
 
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 export class WriteBatch {
-  private tree: SortedMap<BatchValue> = createSortedMap<BatchValue>();
+  private map = new Map<string, BatchValue>();
+  /** The sorted copy for read views; undefined until a snapshot needs it (or after it fell far behind). */
+  private tree: SortedMap<BatchValue> | undefined = undefined;
+  /** Keys set since `tree` was last brought up to date (with repeats); empty while there is no tree. */
+  private stale: string[] = [];
   private byteCount = 0;
 
   /** Sets a value or tombstone; returns the change in accounted bytes. */
   set(key: string, value: BatchValue): number {
-    const previous = this.tree.get(key);
+    const previous = this.map.get(key);
     const delta = entryBytes(key, value) - (previous === undefined ? 0 : entryBytes(key, previous));
-    this.tree.set(key, value);
-    this.byteCount += delta;
+    this.setAccounted(key, value, delta);
     return delta;
   }
 
-  /**
-   * Takes in newer entries given as a sorted map with known accounted bytes (a flushed
-   * NamedCache's dirty entries, which this batch may keep and change). Merges the smaller map
-   * into the larger: an empty batch just takes the map over, O(1), and a large flush into a
-   * small batch costs the small batch's size, not the flush's. Returns the change in bytes.
-   */
-  absorb(newer: SortedMap<BatchValue>, newerBytes: number): number {
-    const before = this.byteCount;
-    if (newer.size >= this.tree.size) {
-      let total = before + newerBytes;
-      for (const [key, value] of this.tree.entries(undefined, [])) {
-        // set without overwrite: the newer entry wins; an older one it hides stops counting.
-        if (!newer.set(key, value, false)) total -= entryBytes(key, value);
-      }
-      this.tree = newer;
-      this.byteCount = total;
+  /** set() for a caller that already knows the change in accounted bytes (the record cache). */
+  setAccounted(key: string, value: BatchValue, delta: number): void {
+    this.map.set(key, value);
+    this.byteCount += delta;
+    if (this.tree !== undefined) this.markStale(key);
+  }
+
+  private markStale(key: string): void {
+    // Catching up costs one tree insert per listed key; past the batch's size a rebuild costs no more.
+    if (this.stale.length >= this.map.size) {
+      this.tree = undefined;
+      this.stale = [];
     } else {
-      for (const [key, value] of newer.entries(undefined, [])) this.set(key, value);
+      this.stale.push(key);
+    }
+  }
+
+  /**
+   * Takes in a newer batch (a flushed NamedCache's dirty entries), which this batch may keep
+   * and change, so the caller must not use it afterwards. Merges the smaller into the larger:
+   * an empty batch just takes the newer one over, O(1), and a large flush into a small batch
+   * costs the small batch's size, not the flush's. Returns the change in bytes.
+   */
+  absorb(newer: WriteBatch): number {
+    const before = this.byteCount;
+    if (newer.map.size >= this.map.size) {
+      let total = before + newer.byteCount;
+      const map = newer.map;
+      for (const [key, value] of this.map) {
+        // The newer entry wins; an older one it hides stops counting.
+        if (map.has(key)) {
+          total -= entryBytes(key, value);
+        } else {
+          map.set(key, value);
+          if (newer.tree !== undefined) newer.markStale(key);
+        }
+      }
+      this.map = map;
+      this.tree = newer.tree;
+      this.stale = newer.stale;
+      this.byteCount = total;
+      newer.map = new Map();
+      newer.tree = undefined;
+      newer.stale = [];
+      newer.byteCount = 0;
+    } else {
+      for (const [key, value] of newer.map) this.set(key, value);
     }
     return this.byteCount - before;
   }
 
   /** The value, null for a tombstone, undefined when this batch does not know the key. */
   get(key: string): BatchValue | undefined {
-    return this.tree.get(key);
+    return this.map.get(key);
   }
 
   get bytes(): number {
@@ -59,19 +103,39 @@ export class WriteBatch {
   }
 
   get size(): number {
-    return this.tree.size;
+    return this.map.size;
   }
 
-  /** O(1) copy-on-write snapshot for a read view: later writes to the batch do not show in it. */
+  /** The sorted map, brought up to date. */
+  private sorted(): SortedMap<BatchValue> {
+    let tree = this.tree;
+    if (tree === undefined) {
+      const keys = [...this.map.keys()].sort(compareStrings);
+      tree = createSortedMap<BatchValue>();
+      for (const key of keys) tree.set(key, this.map.get(key)!);
+      this.tree = tree;
+    } else if (this.stale.length > 0) {
+      for (const key of this.stale) tree.set(key, this.map.get(key)!);
+    }
+    this.stale = [];
+    return tree;
+  }
+
+  /** O(1) copy-on-write snapshot for a read view (plus catching up on keys set since the last). */
   snapshot(): SortedMap<BatchValue> {
-    return this.tree.clone();
+    return this.sorted().clone();
+  }
+
+  /** Entries in no particular order (what a commit writes). */
+  entries(): IterableIterator<[string, BatchValue]> {
+    return this.map.entries();
   }
 
   /**
    * Entries in key order. The pair array is reused from one step to the next (sorted-btree's
    * reusedArray, no allocation per entry): destructure it, do not keep it.
    */
-  entries(): IterableIterator<[string, BatchValue]> {
-    return this.tree.entries(undefined, []);
+  sortedEntries(): IterableIterator<[string, BatchValue]> {
+    return this.sorted().entries(undefined, []);
   }
 }

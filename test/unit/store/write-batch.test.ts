@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createSortedMap } from '../../../src/store/sorted-map.js';
 import { WriteBatch, entryBytes, type BatchValue } from '../../../src/store/write-batch.js';
 
 const entriesArb = fc.array(
@@ -19,21 +18,64 @@ describe('WriteBatch', () => {
           expected.set(k, value(v));
           batch.set(k, value(v));
         }
-        const tree = createSortedMap<BatchValue>();
-        let bytes = 0;
+        const incoming = new WriteBatch();
         for (const [k, v] of newer) {
-          const previous = tree.get(k);
-          if (previous !== undefined) bytes -= entryBytes(k, previous);
-          tree.set(k, value(v));
-          bytes += entryBytes(k, value(v));
+          incoming.set(k, value(v));
           expected.set(k, value(v));
         }
         const before = batch.bytes;
-        const delta = batch.absorb(tree, bytes);
+        const delta = batch.absorb(incoming);
         expect(batch.bytes).toBe(expected.bytes);
         expect(delta).toBe(expected.bytes - before);
-        const dump = (b: WriteBatch) => [...b.entries()].map(([k, v]) => `${k}=${v === null ? '∅' : v.toString()}`);
+        // Array.from maps each pair as it comes: sortedEntries() reuses one pair array.
+        const dump = (b: WriteBatch) => Array.from(b.sortedEntries(), ([k, v]) => `${k}=${v === null ? '∅' : v.toString()}`);
         expect(dump(batch)).toEqual(dump(expected));
+        const unordered = (b: WriteBatch) => Array.from(b.entries(), ([k, v]) => `${k}=${v === null ? '∅' : v.toString()}`).sort();
+        expect(unordered(batch)).toEqual(dump(expected).sort());
+      }),
+    );
+  });
+
+  it('snapshots taken between writes and absorbs see exactly the entries of their moment', () => {
+    const opArb = fc.oneof(
+      fc.record({ kind: fc.constant('set' as const), entries: entriesArb }),
+      fc.record({ kind: fc.constant('absorb' as const), entries: entriesArb, snapshotFirst: fc.boolean() }),
+      fc.record({ kind: fc.constant('snapshot' as const) }),
+    );
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 20 }), (ops) => {
+        const value = (v: string | null): BatchValue => (v === null ? null : Buffer.from(v));
+        const show = (pairs: Iterable<[string, BatchValue]>) => Array.from(pairs, ([k, v]) => `${k}=${v === null ? '∅' : v.toString()}`);
+        const batch = new WriteBatch();
+        const model = new Map<string, BatchValue>();
+        const expectations: Array<{ snapshot: ReturnType<WriteBatch['snapshot']>; expected: string[] }> = [];
+        const modelDump = () => show([...model].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+        for (const op of ops) {
+          if (op.kind === 'snapshot') {
+            expectations.push({ snapshot: batch.snapshot(), expected: modelDump() });
+            continue;
+          }
+          if (op.kind === 'set') {
+            for (const [k, v] of op.entries) {
+              batch.set(k, value(v));
+              model.set(k, value(v));
+            }
+            continue;
+          }
+          const incoming = new WriteBatch();
+          if (op.snapshotFirst) incoming.snapshot();
+          for (const [k, v] of op.entries) {
+            incoming.set(k, value(v));
+            model.set(k, value(v));
+          }
+          batch.absorb(incoming);
+        }
+        expect(show(batch.sortedEntries())).toEqual(modelDump());
+        expect(show(batch.snapshot().entries(undefined, []))).toEqual(modelDump());
+        let bytes = 0;
+        for (const [k, v] of model) bytes += entryBytes(k, v);
+        expect(batch.bytes).toBe(bytes);
+        for (const { snapshot, expected } of expectations) expect(show(snapshot.entries(undefined, []))).toEqual(expected);
       }),
     );
   });
@@ -42,10 +84,10 @@ describe('WriteBatch', () => {
     const batch = new WriteBatch();
     batch.set('a', Buffer.from('1'));
     const snapshot = batch.snapshot();
-    const newer = createSortedMap<BatchValue>();
+    const newer = new WriteBatch();
     for (const k of ['a', 'b', 'c']) newer.set(k, Buffer.from('2'));
-    batch.absorb(newer, 3 * entryBytes('a', Buffer.from('2')));
+    batch.absorb(newer);
     batch.set('d', null);
-    expect([...snapshot.entries()].map(([k, v]) => `${k}=${v?.toString()}`)).toEqual(['a=1']);
+    expect(Array.from(snapshot.entries(), ([k, v]) => `${k}=${v?.toString()}`)).toEqual(['a=1']);
   });
 });
