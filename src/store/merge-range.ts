@@ -37,11 +37,10 @@ function* layerEntries(layer: MemoryLayer, query: RangeQuery): Generator<[string
   }
 }
 
+/** The current entry of one memory layer's iterator. */
 interface Head {
   key: string;
   value: Buffer | null;
-  /** The committed entry itself, to reuse its key Buffer. */
-  committed: KeyValue | undefined;
 }
 
 /** Produces the next chunk of output entries, or undefined at the end. */
@@ -153,7 +152,7 @@ export function mergeRange(
 
 function nextHead(iterator: Iterator<[string, Buffer | null]>): Head | undefined {
   const step = iterator.next();
-  return step.done === true ? undefined : { key: step.value[0], value: step.value[1], committed: undefined };
+  return step.done === true ? undefined : { key: step.value[0], value: step.value[1] };
 }
 
 function mergedChunks(
@@ -166,50 +165,74 @@ function mergedChunks(
   let committedChunk: readonly KeyValue[] | undefined;
   let committedIndex = 0;
   let committedDone = false;
-  let committedHead: Head | undefined;
+  // The committed head, in variables rather than an object per entry.
+  let committedKey: string | undefined;
+  let committedEntry: KeyValue | undefined;
   let started = false;
   let remaining = query.limit;
 
-  const nextCommitted = async (): Promise<Head | undefined> => {
+  const nextCommitted = async (): Promise<void> => {
     while (!committedDone && (committedChunk === undefined || committedIndex >= committedChunk.length)) {
       committedChunk = await cursor.next();
       committedIndex = 0;
       if (committedChunk === undefined) committedDone = true;
     }
-    if (committedDone) return undefined;
-    const entry = committedChunk![committedIndex++]!;
-    return { key: toInternalKey(entry.key), value: entry.value, committed: entry };
+    if (committedDone) {
+      committedKey = committedEntry = undefined;
+      return;
+    }
+    committedEntry = committedChunk![committedIndex++]!;
+    committedKey = toInternalKey(committedEntry.key);
+  };
+
+  /** Moves layer i on; its Head object is reused (no allocation per entry). */
+  const advance = (i: number, head: Head): void => {
+    const step = iterators[i]!.next();
+    if (step.done === true) {
+      heads[i] = undefined;
+    } else {
+      head.key = step.value[0];
+      head.value = step.value[1];
+    }
   };
 
   return async () => {
     if (!started) {
       started = true;
-      committedHead = await nextCommitted();
+      await nextCommitted();
     }
     const out: KeyValue[] = [];
     while (remaining > 0 && out.length < OUTPUT_CHUNK) {
       // The next key in query order among all heads.
-      let best: string | undefined = committedHead?.key;
+      let best: string | undefined = committedKey;
       for (const head of heads) {
         if (head !== undefined && (best === undefined || (reverse ? head.key > best : head.key < best))) best = head.key;
       }
       if (best === undefined) break;
 
       // The highest layer holding `best` decides; every layer holding it moves on.
-      let winner: Head | undefined;
+      let found = false;
+      let value: Buffer | null = null;
+      let committed: KeyValue | undefined;
       for (let i = 0; i < heads.length; i++) {
         const head = heads[i];
         if (head !== undefined && head.key === best) {
-          winner ??= head;
-          heads[i] = nextHead(iterators[i]!);
+          if (!found) {
+            found = true;
+            value = head.value;
+          }
+          advance(i, head);
         }
       }
-      if (committedHead !== undefined && committedHead.key === best) {
-        winner ??= committedHead;
-        committedHead = await nextCommitted();
+      if (committedKey === best) {
+        if (!found) {
+          value = committedEntry!.value;
+          committed = committedEntry;
+        }
+        await nextCommitted();
       }
-      if (winner!.value !== null) {
-        out.push({ key: winner!.committed?.key ?? fromInternalKey(best), value: winner!.value });
+      if (value !== null) {
+        out.push(committed ?? { key: fromInternalKey(best), value });
         remaining--;
       }
     }
