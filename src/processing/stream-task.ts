@@ -14,7 +14,8 @@
  */
 import type { Change, FlushedChange, RecordSource, TaskStores } from '../store/types.js';
 import { IqgateError } from '../errors.js';
-import type { InputRecord, OutputRecord, SendResult, TaskProducer, TopicPartition, TopicPartitionOffset } from './ports.js';
+import type { InputRecord, OutputRecord, TaskProducer, TopicPartition, TopicPartitionOffset } from './ports.js';
+import { TransactionOutput } from './transaction-output.js';
 import type { ErrorPolicy } from './processing-options.js';
 import type { ProcessorContext, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
 import { SOURCE_HEADERS } from './topic-names.js';
@@ -83,29 +84,25 @@ export class StreamTask {
   private inboxHead = 0;
   /** Records processed in the open transaction, kept to replay them after a processor error. */
   private txnRecords: InputRecord[] = [];
-  private skipOffsets = new Set<string>();
-  private pendingOutput: OutputRecord[] = [];
+  /** Records skipped after a processor error in this transaction, with their dead letter to re-send on replay. */
+  private readonly skipOffsets = new Map<string, OutputRecord | null>();
+  private readonly output: TransactionOutput;
   private dirty = false;
-  /** Sends started ahead of the commit, chained so they reach each partition in order. */
-  private sendChain: Promise<void> = Promise.resolve();
-  private sendError: unknown = null;
-  private sentInTxn = false;
-  private sendGeneration = 0;
-  private readonly sentChangelog = new Map<string, number>();
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
   rollback: { record: InputRecord; error: unknown } | null = null;
   private current: RecordSource = { topic: '', partition: 0, offset: 0 };
   private currentTimestamp = 0;
   private readonly contexts = new Map<string, ProcessorContext>();
   private readonly typedStores = new Map<string, TypedStore<unknown, unknown>>();
-  private readonly storeOfChangelog = new Map<string, string>();
   private unsubscribeFlush: (() => void) | null = null;
 
   constructor(private readonly config: StreamTaskConfig) {
     this.id = config.id;
     this.partition = config.partition;
     this.sourcePartitions = [...config.sourcesByTopic.keys()].map((topic) => ({ topic, partition: config.partition }));
-    for (const [store, topic] of config.changelogTopics) this.storeOfChangelog.set(topic, store);
+    const storeOfChangelog = new Map<string, string>();
+    for (const [store, topic] of config.changelogTopics) storeOfChangelog.set(topic, store);
+    this.output = new TransactionOutput(storeOfChangelog, config.partition);
   }
 
   transitionTo(to: TaskState): void {
@@ -194,7 +191,9 @@ export class StreamTask {
       processed += 1;
       if ((processed & 15) === 0 && clock() >= deadline) break;
     }
-    if (this.pendingOutput.length >= (this.config.eagerSendRecords ?? 1000) && this.rollback === null) this.sendAhead();
+    if (this.output.buffered() >= (this.config.eagerSendRecords ?? 1000) && this.rollback === null && this.producer !== null) {
+      this.output.sendAhead(this.producer);
+    }
     if (this.inboxHead > 1024 && this.inboxHead * 2 > this.inbox.length) {
       this.inbox = this.inbox.slice(this.inboxHead);
       this.inboxHead = 0;
@@ -208,7 +207,7 @@ export class StreamTask {
       this.txnRecords.push(record);
     } catch (error) {
       if (error instanceof FatalTaskError) throw error;
-      if (this.sentInTxn && this.config.processingErrors !== 'fail') {
+      if (this.output.sentInTxn && this.config.processingErrors !== 'fail') {
         // Records of this transaction are already in Kafka: abort it first (async, rollbackAndReplay).
         this.rollback = { record, error };
         return;
@@ -220,7 +219,12 @@ export class StreamTask {
   }
 
   private processRecord(record: InputRecord): void {
-    if (this.skipOffsets.has(`${record.topic}:${record.offset}`)) return;
+    const skipKey = `${record.topic}:${record.offset}`;
+    if (this.skipOffsets.has(skipKey)) {
+      const deadLetter = this.skipOffsets.get(skipKey);
+      if (deadLetter != null) this.output.push(deadLetter); // the replayed transaction must carry it again
+      return;
+    }
     const sources = this.config.sourcesByTopic.get(record.topic) ?? [];
     for (const sourceName of sources) {
       const source = this.node(sourceName);
@@ -248,7 +252,7 @@ export class StreamTask {
       throw new FatalTaskError('DECODE_FAILED', `task ${this.id}: cannot deserialize ${record.topic}/${record.partition}@${record.offset}`, { cause: error, details: fields });
     }
     this.config.logger.warn(fields, 'undecodable record skipped');
-    if (policy === 'dead-letter') this.pendingOutput.push(this.deadLetter(record, 'DECODE_FAILED', error));
+    if (policy === 'dead-letter') this.output.push(this.deadLetter(record, 'DECODE_FAILED', error));
   }
 
   private onProcessorError(record: InputRecord, error: unknown): void {
@@ -262,10 +266,11 @@ export class StreamTask {
     const replay = this.txnRecords;
     const skipped = [...this.skipOffsets];
     this.dropUncommitted();
-    for (const key of skipped) this.skipOffsets.add(key);
-    this.skipOffsets.add(`${record.topic}:${record.offset}`);
-    if (policy === 'dead-letter') this.pendingOutput.push(this.deadLetter(record, 'PROCESSING_FAILED', error));
+    for (const [key, deadLetter] of skipped) this.skipOffsets.set(key, deadLetter);
+    this.skipOffsets.set(`${record.topic}:${record.offset}`, policy === 'dead-letter' ? this.deadLetter(record, 'PROCESSING_FAILED', error) : null);
+    // Replay in order; the failed record is replayed last (as a skip, emitting its dead letter).
     for (const r of replay) this.runRecord(r);
+    this.processRecord(record);
     this.txnRecords.push(record); // kept (as skipped) so a later rollback replays the skip and its dead letter
   }
 
@@ -277,41 +282,13 @@ export class StreamTask {
   async rollbackAndReplay(): Promise<void> {
     const pending = this.rollback;
     if (pending === null) return;
-    await this.sendChain.catch(() => undefined);
+    await this.output.settle();
     await this.producer?.abort();
-    this.sentInTxn = false;
+    this.output.reset();
     this.rollback = null;
     this.onProcessorError(pending.record, pending.error);
     this.nextOffsets.set(pending.record.topic, pending.record.offset + 1);
     this.dirty = true;
-  }
-
-  /** Starts sending the buffered output inside the open transaction, after any earlier send. */
-  private sendAhead(): void {
-    const producer = this.producer;
-    if (producer === null || this.pendingOutput.length === 0) return;
-    const output = this.pendingOutput;
-    this.pendingOutput = [];
-    this.sentInTxn = true;
-    const generation = this.sendGeneration;
-    this.sendChain = this.sendChain.then(async () => {
-      if (this.sendError !== null || generation !== this.sendGeneration) return;
-      try {
-        const results = await producer.send(output);
-        if (generation === this.sendGeneration) this.noteSent(results);
-      } catch (error) {
-        if (generation === this.sendGeneration) this.sendError = error;
-      }
-    });
-  }
-
-  private noteSent(results: readonly SendResult[]): void {
-    for (const result of results) {
-      const store = this.storeOfChangelog.get(result.topic);
-      if (store !== undefined && result.partition === this.partition) {
-        this.sentChangelog.set(store, Math.max(this.sentChangelog.get(store) ?? 0, result.lastOffset + 1));
-      }
-    }
   }
 
   private deadLetter(record: InputRecord, code: string, error: unknown): OutputRecord {
@@ -339,7 +316,7 @@ export class StreamTask {
   private runNode(name: string, record: StreamRecord<unknown, unknown>): void {
     const node = this.node(name);
     if (node.kind === 'sink') {
-      this.pendingOutput.push({
+      this.output.push({
         topic: this.config.sinkTopics.get(name) ?? node.topic,
         key: record.key === null || record.key === undefined ? null : node.keySerde.serialize(record.key),
         value: record.value === null || record.value === undefined ? null : node.valueSerde.serialize(record.value),
@@ -409,7 +386,7 @@ export class StreamTask {
       for (const change of changes) {
         const topic = this.config.changelogTopics.get(change.storeName);
         if (topic !== undefined) {
-          this.pendingOutput.push({
+          this.output.push({
             topic,
             partition: this.partition,
             key: change.key,
@@ -441,9 +418,9 @@ export class StreamTask {
     const stores = this.stores;
     if (stores === null) return;
     for (let round = 0; round < 16; round += 1) {
-      const before = this.pendingOutput.length;
+      const before = this.output.pushed;
       stores.flush();
-      if (this.pendingOutput.length === before) return;
+      if (this.output.pushed === before) return;
     }
   }
 
@@ -461,13 +438,10 @@ export class StreamTask {
       const records = this.txnRecords.length;
       this.flushAll();
       step('after-flush');
-      this.sendAhead();
-      await this.sendChain;
-      if (this.sendError !== null) throw this.sendError;
+      await this.output.drain(producer);
       step('after-send');
       const sent = clock();
-      const changelogOffsets: Record<string, number> = { ...stores.changelogOffsets() };
-      for (const [store, next] of this.sentChangelog) changelogOffsets[store] = Math.max(changelogOffsets[store] ?? 0, next);
+      const changelogOffsets = this.output.changelogOffsets(stores.changelogOffsets());
       const offsets = [...this.nextOffsets].map(([topic, offset]) => ({ topic, partition: this.partition, offset }));
       let offsetsAdded = sent;
       if (this.config.exactlyOnce) {
@@ -485,7 +459,7 @@ export class StreamTask {
       const storeCommitted = clock();
       this.txnRecords = [];
       this.skipOffsets.clear();
-      this.resetSends();
+      this.output.reset();
       this.dirty = false;
       this.lastCommitAt = clock();
       return {
@@ -502,20 +476,12 @@ export class StreamTask {
   /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */
   dropUncommitted(): void {
     this.stores?.abort();
-    this.pendingOutput = [];
     this.txnRecords = [];
     this.skipOffsets.clear();
-    this.resetSends();
+    this.output.reset();
     this.dirty = false;
   }
 
-  private resetSends(): void {
-    this.sendGeneration += 1;
-    this.sendChain = Promise.resolve();
-    this.sendError = null;
-    this.sentInTxn = false;
-    this.sentChangelog.clear();
-  }
 
   /** Rebuilds the Position carried by changelog records (see onFlushed) for restore. */
   static changeOf(record: InputRecord): { change: Change; source: RecordSource | null } {

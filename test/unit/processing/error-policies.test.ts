@@ -122,6 +122,20 @@ describe('processing error policies', () => {
   });
 });
 
+describe('two processor errors in one transaction', () => {
+  it('dead-letters both failed records exactly once', async () => {
+    const h = await run({ processingErrors: 'dead-letter' }, topology(), (b) => {
+      send(b, 'in', 0, 'k', 'a');
+      send(b, 'in', 0, 'k', 'boom');
+      send(b, 'in', 0, 'k', 'b');
+      send(b, 'in', 0, 'k', 'boom');
+      send(b, 'in', 0, 'k', 'c');
+    });
+    expect(await h.counts('counts', 0)).toEqual(new Map([['k', 3]]));
+    expect(h.broker.readCommitted('app-dlq', 0, 0).records.map((r) => r.headers['iqgate-src-offset'])).toEqual(['1', '3']);
+  });
+});
+
 describe('a processor error after records of the transaction were already sent', () => {
   it('aborts the Kafka transaction, then replays without the record: nothing of the aborted attempt is visible', async () => {
     const broker = new FakeBroker();

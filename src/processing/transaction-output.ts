@@ -1,0 +1,92 @@
+/**
+ * The output of a task's open transaction: changelog, sink and dead-letter records. Records are
+ * buffered and sent ahead of the commit in order (one send after the other, so each partition
+ * receives them in processing order), and the commit only waits for what is still in flight
+ * (kafkajs: await every send before committing, KAFKAJS-NOTES §5). It also learns, from the
+ * send results, where each changelog ends — the offset the store commit records (KIP-1035).
+ */
+import type { OutputRecord, SendResult, TaskProducer } from './ports.js';
+
+export class TransactionOutput {
+  private pending: OutputRecord[] = [];
+  private chain: Promise<void> = Promise.resolve();
+  private error: unknown = null;
+  /** Bumped by reset(): results of sends from an abandoned transaction are ignored. */
+  private generation = 0;
+  private readonly changelogNext = new Map<string, number>();
+  /** Records of the open transaction have gone to Kafka: rolling back needs a Kafka abort. */
+  sentInTxn = false;
+  /** Monotonic count of records pushed, to see whether a flush produced anything. */
+  pushed = 0;
+
+  constructor(
+    /** changelog topic → store name */
+    private readonly storeOfChangelog: ReadonlyMap<string, string>,
+    private readonly partition: number,
+  ) {}
+
+  push(record: OutputRecord): void {
+    this.pending.push(record);
+    this.pushed += 1;
+  }
+
+  buffered(): number {
+    return this.pending.length;
+  }
+
+  /** Starts sending what is buffered, after any earlier send. Failures surface in drain(). */
+  sendAhead(producer: TaskProducer): void {
+    if (this.pending.length === 0) return;
+    const output = this.pending;
+    this.pending = [];
+    this.sentInTxn = true;
+    const generation = this.generation;
+    this.chain = this.chain.then(async () => {
+      if (this.error !== null || generation !== this.generation) return;
+      try {
+        const results = await producer.send(output);
+        if (generation === this.generation) this.noteSent(results);
+      } catch (error) {
+        if (generation === this.generation) this.error = error;
+      }
+    });
+  }
+
+  /** Sends the rest and waits for every send of the transaction; throws the first send failure. */
+  async drain(producer: TaskProducer): Promise<void> {
+    this.sendAhead(producer);
+    await this.chain;
+    if (this.error !== null) throw this.error;
+  }
+
+  /** Waits for in-flight sends, ignoring their failures (before an abort). */
+  async settle(): Promise<void> {
+    await this.chain.catch(() => undefined);
+  }
+
+  /** The stored changelog offsets moved past what this transaction wrote. */
+  changelogOffsets(stored: Readonly<Record<string, number>>): Record<string, number> {
+    const offsets: Record<string, number> = { ...stored };
+    for (const [store, next] of this.changelogNext) offsets[store] = Math.max(offsets[store] ?? 0, next);
+    return offsets;
+  }
+
+  /** Forgets the transaction: buffered records, in-flight results, changelog ends. */
+  reset(): void {
+    this.generation += 1;
+    this.pending = [];
+    this.chain = Promise.resolve();
+    this.error = null;
+    this.sentInTxn = false;
+    this.changelogNext.clear();
+  }
+
+  private noteSent(results: readonly SendResult[]): void {
+    for (const result of results) {
+      const store = this.storeOfChangelog.get(result.topic);
+      if (store !== undefined && result.partition === this.partition) {
+        this.changelogNext.set(store, Math.max(this.changelogNext.get(store) ?? 0, result.lastOffset + 1));
+      }
+    }
+  }
+}
