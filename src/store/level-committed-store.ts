@@ -41,6 +41,8 @@ type LevelSnapshot = ReturnType<Db['snapshot']>;
 
 const ENCODINGS = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
 const CURSOR_CHUNK = 1000;
+/** Internal keys up to this length are copied into the batch scratch by a JS loop (see commit). */
+const SHORT_KEY_CHARS = 64;
 /** ≥ chunk × typical entry size, so one nextv() call fills a chunk (LEVEL-NOTES §3). */
 const HIGH_WATER_MARK_BYTES = 128 * 1024;
 
@@ -163,7 +165,12 @@ export class LevelCommittedStore implements CommittedStore {
             prefix.copy(scratch, 0);
             fullKey = scratch.subarray(0, length);
           }
-          (scratch as unknown as Latin1Writer).latin1Write(key, DATA_PREFIX_BYTES);
+          if (key.length <= SHORT_KEY_CHARS) {
+            // A JS loop beats the native latin1Write call for short keys.
+            for (let i = 0; i < key.length; i++) scratch[DATA_PREFIX_BYTES + i] = key.charCodeAt(i);
+          } else {
+            (scratch as unknown as Latin1Writer).latin1Write(key, DATA_PREFIX_BYTES);
+          }
           if (fullKey.length !== length) fullKey = scratch.subarray(0, length);
           if (value === null) batch.del(fullKey);
           else batch.put(fullKey, value);
