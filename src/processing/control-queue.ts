@@ -30,6 +30,7 @@ export class ControlQueue {
   private readonly pendingKeys = new Set<string>();
   private readonly busyGroups = new Set<string>();
   private running = 0;
+  private pumpScheduled = false;
   private idleWaiters: Array<() => void> = [];
   readonly stats: ControlQueueStats = { depth: 0, maxDepth: 0, coalesced: 0, completed: 0, failed: 0 };
 
@@ -50,7 +51,16 @@ export class ControlQueue {
     this.pending.push({ ...op, enqueuedAt: this.clock() });
     this.stats.depth = this.pending.length;
     this.stats.maxDepth = Math.max(this.stats.maxDepth, this.stats.depth);
-    this.pump();
+    // Never start an operation inside the caller's synchronous code: a commit requested from a
+    // store callback in the middle of processing a record must begin after that record (and the
+    // processing slice) is done, or it would commit half a record.
+    if (!this.pumpScheduled) {
+      this.pumpScheduled = true;
+      queueMicrotask(() => {
+        this.pumpScheduled = false;
+        this.pump();
+      });
+    }
     return true;
   }
 
@@ -64,7 +74,7 @@ export class ControlQueue {
 
   /** Resolves when nothing is pending or running. */
   idle(): Promise<void> {
-    if (this.pending.length === 0 && this.running === 0) return Promise.resolve();
+    if (this.pending.length === 0 && this.running === 0 && !this.pumpScheduled) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 

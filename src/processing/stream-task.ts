@@ -182,9 +182,9 @@ export class StreamTask {
    * commit and replays the transaction's records without the bad one, so nothing of a failed
    * record is ever committed half-way; under `fail` it throws FatalTaskError.
    */
-  processSome(maxRecords: number, deadline: number, clock: () => number): number {
+  processSome(maxRecords: number, deadline: number, clock: () => number, shouldStop: () => boolean = () => false): number {
     let processed = 0;
-    while (processed < maxRecords && this.inboxHead < this.inbox.length && this.rollback === null) {
+    while (processed < maxRecords && this.inboxHead < this.inbox.length && this.rollback === null && !shouldStop()) {
       const record = this.inbox[this.inboxHead] as InputRecord;
       this.inboxHead += 1;
       this.runRecord(record);

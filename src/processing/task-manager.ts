@@ -84,6 +84,12 @@ export class TaskManager implements ConsumerHandlers {
   /** Counts assignments; a task remembers the one it was opened under. */
   private generation = 0;
   private readonly openedIn = new Map<StreamTask, number>();
+  /**
+   * KIP-892 back-pressure: set when the store engine reports the process-wide uncommitted bytes
+   * past statestore.uncommitted.max.bytes. Processing stops (within the record that crossed it)
+   * until commits have freed memory; the engine signals again on the next crossing.
+   */
+  private overBudgetAt: number | null = null;
 
   constructor(private readonly deps: TaskManagerDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -123,7 +129,8 @@ export class TaskManager implements ConsumerHandlers {
     this.commitTimer = setInterval(() => this.commitDue(), interval);
     this.commitTimer.unref();
     // KIP-892: past the process-wide uncommitted-bytes limit, commit early.
-    this.unsubscribeCommitNeeded = this.deps.engine.onCommitNeeded(() => {
+    this.unsubscribeCommitNeeded = this.deps.engine.onCommitNeeded((bytes) => {
+      this.overBudgetAt = bytes;
       for (const task of this.tasks.values()) if (task.hasUncommitted()) this.requestCommit(task);
     });
   }
@@ -225,7 +232,7 @@ export class TaskManager implements ConsumerHandlers {
    */
   private loop(): void {
     this.loopScheduled = false;
-    if (this.stopping || this.failed) return;
+    if (this.stopping || this.failed || this.overBudgetAt !== null) return;
     const started = this.clock();
     const deadline = started + this.deps.options.processingSliceMs;
     let total = 0;
@@ -236,7 +243,7 @@ export class TaskManager implements ConsumerHandlers {
         progressed = false;
         for (const task of this.tasks.values()) {
           if (!task.canProcess()) continue;
-          const n = task.processSome(200, deadline, this.clock);
+          const n = task.processSome(200, deadline, this.clock, () => this.overBudgetAt !== null);
           total += n;
           if (task.rollback !== null) this.requestRollback(task);
           if (n > 0) progressed = true;
@@ -244,8 +251,9 @@ export class TaskManager implements ConsumerHandlers {
             this.backpressured.delete(task);
             this.deps.ports.consumer.resume(task.sourcePartitions);
           }
-          if (this.clock() >= deadline) break;
+          if (this.clock() >= deadline || this.overBudgetAt !== null) break;
         }
+        if (this.overBudgetAt !== null) break;
       }
       for (const task of this.tasks.values()) if (task.canProcess()) { more = true; break; }
     } catch (error) {
@@ -282,6 +290,7 @@ export class TaskManager implements ConsumerHandlers {
     } catch (error) {
       await this.recover(task, error);
     } finally {
+      if (this.overBudgetAt !== null && this.deps.engine.uncommittedBytes() < this.overBudgetAt) this.overBudgetAt = null;
       this.scheduleLoop();
     }
   }

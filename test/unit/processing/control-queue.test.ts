@@ -22,12 +22,21 @@ describe('control queue', () => {
     expect(runs).toBe(1);
   });
 
+  it('starts nothing synchronously inside enqueue', () => {
+    const queue = new ControlQueue(4, () => undefined);
+    let started = false;
+    queue.enqueue({ key: 'commit:a', group: 'a', run: async () => { started = true; } });
+    expect(started).toBe(false);
+  });
+
   it('accepts the same key again once it has started running (a new request after the commit began)', async () => {
     const queue = new ControlQueue(4, () => undefined);
     const gate = deferred();
     let runs = 0;
     queue.enqueue({ key: 'commit:a', group: 'a', run: async () => { runs += 1; await gate.promise; } });
-    expect(queue.has('commit:a')).toBe(false); // started at once
+    expect(queue.has('commit:a')).toBe(true); // not started inside the caller's synchronous code
+    await Promise.resolve();
+    expect(queue.has('commit:a')).toBe(false); // started right after
     expect(queue.enqueue({ key: 'commit:a', group: 'a', run: async () => { runs += 1; } })).toBe(true);
     gate.resolve();
     await queue.idle();

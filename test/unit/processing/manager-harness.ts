@@ -17,6 +17,8 @@ export interface Harness {
   readonly engine: StoreEngine;
   readonly ports: ReturnType<typeof fakePorts>;
   readonly steps: string[];
+  /** Records per completed commit. */
+  readonly commits: number[];
   readonly fatal: unknown[];
   readonly restores: RestoreProgress[];
   readonly failures: FakeFailures;
@@ -33,14 +35,19 @@ export interface HarnessOptions {
   readonly broker?: FakeBroker;
   readonly database?: InMemoryDatabase;
   readonly onCommitStep?: (step: CommitStep, taskId: string, harness: Harness) => void;
+  readonly uncommittedMaxBytes?: number;
 }
 
 export async function startHarness(o: HarnessOptions): Promise<Harness> {
   const broker = o.broker ?? new FakeBroker();
   const failures: FakeFailures = { send: false, commit: false };
   const ports = fakePorts(broker, 'app', failures);
-  const engine = createInMemoryStoreEngine({ database: o.database ?? createInMemoryDatabase(), cacheMaxBytes: 0 });
+  const engine = createInMemoryStoreEngine({
+    database: o.database ?? createInMemoryDatabase(), cacheMaxBytes: 0,
+    ...(o.uncommittedMaxBytes !== undefined ? { uncommittedMaxBytes: o.uncommittedMaxBytes } : {}),
+  });
   const steps: string[] = [];
+  const commits: number[] = [];
   const fatal: unknown[] = [];
   const restores: RestoreProgress[] = [];
   const options = parseProcessingOptions({ applicationId: 'app', commitIntervalMs: 3_600_000, ...o.options });
@@ -60,6 +67,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
         o.onCommitStep?.(step, taskId, harness);
       },
       onRestoreProgress: (p) => restores.push(p),
+      onCommit: (_taskId, _ms, records) => commits.push(records),
       onFatal: (error) => fatal.push(error),
     },
   });
@@ -72,7 +80,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     }
   };
   harness = {
-    broker, manager, engine, ports, steps, fatal, restores, failures,
+    broker, manager, engine, ports, steps, commits, fatal, restores, failures,
     pump: async () => {
       for (let i = 0; i < 100; i += 1) {
         const n = ports.consumer.deliver();

@@ -176,3 +176,29 @@ describe('at-least-once', () => {
     expect(await h.counts('counts', 0)).toEqual(new Map([['a', 2]]));
   });
 });
+
+describe('the uncommitted-bytes limit (KIP-892)', () => {
+  it('stops processing when the limit is crossed and commits early, long before the commit interval', async () => {
+    const broker = new FakeBroker();
+    broker.createTopic('in', 1);
+    broker.createTopic('out', 1);
+    const h = await startHarness({ topology: countTopology(), partitions: 1, broker, uncommittedMaxBytes: 2_000 });
+    harnesses.push(h);
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await h.manager.control.idle();
+    for (let i = 0; i < 300; i += 1) send(broker, 'in', 0, `key-${i}`, 'x');
+    h.ports.consumer.deliver();
+    const task = h.manager.localTasks()[0];
+    for (let i = 0; i < 500 && (task?.buffered() ?? 0) > 0; i += 1) {
+      await new Promise((r) => setImmediate(r));
+      await h.manager.control.idle();
+    }
+    // Several early commits, each stopped near the limit (~2 KB of entries, far fewer than 300 records).
+    const early = [...h.commits];
+    expect(early.length).toBeGreaterThan(3);
+    expect(Math.max(...early)).toBeLessThan(100);
+    await h.commitAll(); // the tail below the limit waits for the commit interval (here: an explicit commit)
+    expect(h.commits.reduce((a, b) => a + b, 0)).toBe(300);
+    expect(await h.counts('counts', 0)).toHaveProperty('size', 300);
+  });
+});
