@@ -24,7 +24,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import './kafka/kafkajs-aborted-filter-fix.js';
+import './kafka/kafkajs-patches.js';
 import { startDemoFeed, type DemoFeed } from '../examples/wordcount/demo-feed.js';
 import { runWordcount } from '../examples/wordcount/run-wordcount.js';
 import { IqgateError } from './errors.js';

@@ -3,7 +3,7 @@
  * input topic, so the wordcount store changes while you query and subscribe to it. It is a
  * plain Kafka producer, as the application feeding a real iqgate would be.
  */
-import '../../src/kafka/kafkajs-aborted-filter-fix.js';
+import '../../src/kafka/kafkajs-patches.js';
 import { Kafka, logLevel } from 'kafkajs';
 import { makeLine } from './line-generator.js';
 

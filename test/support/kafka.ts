@@ -3,9 +3,15 @@
  * a kafkajs client whose clean-up the test owns. Tests may use kafkajs directly to observe
  * the broker (that is what they test); production code reaches Kafka only through src/kafka/.
  */
+// The project's kafkajs is the patched one (read_committed filtering, timer loop): load the
+// patches before kafkajs, as src/kafka/ does.
+import '../../src/kafka/kafkajs-patches.js';
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import kafkajs from 'kafkajs';
+
+/** Tests take kafkajs from here, so the patches above are always loaded first. */
+export { kafkajs };
 
 export function kafkaBrokers(): string[] {
   return inject('kafkaBrokers').split(',');
