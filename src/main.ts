@@ -28,13 +28,11 @@ import './kafka/kafkajs-patches.js';
 import { startDemoFeed, type DemoFeed } from '../examples/wordcount/demo-feed.js';
 import { runWordcount } from '../examples/wordcount/run-wordcount.js';
 import { IqgateError } from './errors.js';
-import { createGateway } from './graphql/create-gateway.js';
-import { listenGateway, type ListeningGateway } from './graphql/listen-gateway.js';
 import { KafkaAdmin } from './kafka/kafka-admin.js';
 import { createKafka } from './kafka/kafka-client.js';
 import type { Runtime } from './runtime/runtime.js';
-import { RuntimeStateProvider } from './runtime/runtime-state-provider.js';
 import { installShutdownHooks } from './runtime/shutdown-hooks.js';
+import { serve } from './serve.js';
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65_535).default(4000),
@@ -125,8 +123,7 @@ async function main(): Promise<void> {
       void stopAll().then(() => process.exit(1));
     });
 
-    const gateway = createGateway({ provider: new RuntimeStateProvider(runtime) });
-    const server: ListeningGateway = await listenGateway(gateway, { port: env.PORT, host: env.HOST });
+    const server = await serve(runtime, { port: env.PORT, host: env.HOST });
     stops.push(() => server.close());
 
     console.log(`iqgate is serving the wordcount store "word-counts" (${PARTITIONS} partitions, state in ${stateDir})`);
