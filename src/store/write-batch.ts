@@ -14,16 +14,12 @@
  * since the one before.
  */
 import { ENTRY_OVERHEAD_BYTES } from './store-options.js';
-import { createSortedMap, type SortedMap } from './sorted-map.js';
+import { sortedMapFromSorted, type SortedMap } from './sorted-map.js';
 
 export type BatchValue = Buffer | null;
 
 export function entryBytes(key: string, value: BatchValue): number {
   return key.length + (value === null ? 0 : value.length) + ENTRY_OVERHEAD_BYTES;
-}
-
-function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 export class WriteBatch {
@@ -110,9 +106,12 @@ export class WriteBatch {
   private sorted(): SortedMap<BatchValue> {
     let tree = this.tree;
     if (tree === undefined) {
-      const keys = [...this.map.keys()].sort(compareStrings);
-      tree = createSortedMap<BatchValue>();
-      for (const key of keys) tree.set(key, this.map.get(key)!);
+      // The default sort orders strings by UTF-16 code units, which for latin1 keys is the
+      // byte order of `<`; without a comparator callback it is about 1.5x faster.
+      const keys = [...this.map.keys()].sort();
+      const values = new Array<BatchValue>(keys.length);
+      for (let i = 0; i < keys.length; i++) values[i] = this.map.get(keys[i]!)!;
+      tree = sortedMapFromSorted(keys, values);
       this.tree = tree;
     } else if (this.stale.length > 0) {
       for (const key of this.stale) tree.set(key, this.map.get(key)!);

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { sortedMapFromSorted } from '../../../src/store/sorted-map.js';
 import { WriteBatch, entryBytes, type BatchValue } from '../../../src/store/write-batch.js';
 
 const entriesArb = fc.array(
@@ -89,5 +90,24 @@ describe('WriteBatch', () => {
     batch.absorb(newer);
     batch.set('d', null);
     expect(Array.from(snapshot.entries(), ([k, v]) => `${k}=${v?.toString()}`)).toEqual(['a=1']);
+  });
+});
+
+describe('sortedMapFromSorted', () => {
+  it('builds a valid tree of any size that stays valid under later writes and clones', () => {
+    for (const n of [0, 1, 5, 23, 24, 25, 577, 600, 13_825]) {
+      const keys = Array.from({ length: n }, (_, i) => String(i).padStart(8, '0'));
+      const tree = sortedMapFromSorted<BatchValue>(keys, keys.map((k) => Buffer.from(k)));
+      tree.checkValid();
+      expect(tree.size).toBe(n);
+      expect(Array.from(tree.keys())).toEqual(keys);
+      const clone = tree.clone();
+      tree.set('zz', null);
+      tree.set('00000003a', null);
+      if (n > 2) tree.delete(keys[2]!);
+      tree.checkValid();
+      clone.checkValid();
+      expect(Array.from(clone.keys())).toEqual(keys);
+    }
   });
 });
