@@ -37,7 +37,7 @@ export function createGatewaySchema(schemaPath?: string) {
 
 /** A fresh context per operation: the key loaders must not outlive one request. */
 export function createContextFactory(options: ResolvedGatewayOptions): () => GatewayContext {
-  const engine = new QueryEngine(options.provider);
+  const engine = new QueryEngine(options.provider, { onPartitionError: options.onPartitionError });
   return () => ({ engine, provider: options.provider, options, keyLoaders: new Map() });
 }
 

@@ -32,9 +32,18 @@ export interface GatewayOptions {
   readonly schemaPath?: string;
   /** Pass false to silence yoga's logger (tests, benchmarks). Default true. */
   readonly logging?: boolean;
+  /**
+   * Sees each failed partition read in full (clients get a masked STORE_EXCEPTION). Default:
+   * written to stderr when `logging` is on.
+   */
+  readonly onPartitionError?: (error: unknown, context: { readonly partition: number }) => void;
 }
 
 export type ResolvedGatewayOptions = Required<Omit<GatewayOptions, 'schemaPath'>> & { readonly schemaPath: string | undefined };
+
+function logPartitionError(error: unknown, context: { readonly partition: number }): void {
+  console.error(`[iqgate] reading partition ${context.partition} failed:`, error);
+}
 
 export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayOptions {
   const resolved: ResolvedGatewayOptions = {
@@ -52,6 +61,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     graphqlEndpoint: options.graphqlEndpoint ?? '/graphql',
     schemaPath: options.schemaPath,
     logging: options.logging ?? true,
+    onPartitionError: options.onPartitionError ?? ((options.logging ?? true) ? logPartitionError : () => undefined),
   };
   for (const name of ['maxPageSize', 'defaultPageSize', 'maxDepth', 'maxCost', 'maxAliases', 'maxDirectives', 'maxTokens', 'maxBufferedEvents'] as const) {
     const value = resolved[name];

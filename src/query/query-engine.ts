@@ -40,8 +40,19 @@ interface Opened {
   readonly info: string[];
 }
 
+export interface QueryEngineOptions {
+  /**
+   * Sees every partition read failure in full before clients get the masked
+   * STORE_EXCEPTION reason (the storage driver's text never leaves the server): log it here.
+   */
+  readonly onPartitionError?: (error: unknown, context: { readonly partition: number }) => void;
+}
+
 export class QueryEngine {
-  constructor(private readonly provider: StateProvider) {}
+  constructor(
+    private readonly provider: StateProvider,
+    private readonly options: QueryEngineOptions = {},
+  ) {}
 
   /** The store's descriptor; throws NOT_STARTED or STORE_NOT_FOUND. */
   store(name: string): StoreDescriptor {
@@ -94,7 +105,7 @@ export class QueryEngine {
           });
           outcomes.push(outcome(entry.partition, options, entry.info, entry.view.position));
         } catch (error) {
-          const failure = storeException(error);
+          const failure = this.storeException(error, entry.partition);
           for (const i of indexes) lookups[i] = { key: keys[i]!, partition: entry.partition, failure };
           outcomes.push(outcome(entry.partition, options, entry.info, undefined, failure));
         } finally {
@@ -130,7 +141,7 @@ export class QueryEngine {
           const iterator = entry.view.range({ ...bounds.range, order: iterationOrder, limit: request.size + 2 });
           iterators.push(iterator);
           const tagged = tag(iterator, entry.partition);
-          return { iterator: tagged, onError: (error: unknown) => failures.set(entry.partition, storeException(error)) };
+          return { iterator: tagged, onError: (error: unknown) => failures.set(entry.partition, this.storeException(error, entry.partition)) };
         });
         const keep = (kv: MergedEntry): boolean =>
           (bounds.exclude === undefined || !kv.key.equals(bounds.exclude)) && (bounds.prefix === undefined || startsWith(kv.key, bounds.prefix));
@@ -187,6 +198,18 @@ export class QueryEngine {
     return { ok: true, partition, local, info };
   }
 
+  /**
+   * A partition's read failed. The message goes to clients, so only a deliberate IqgateError's
+   * message passes (STORE_CLOSED: "read view is closed"); STORE_EXCEPTION carries the storage
+   * driver's text (file paths, LevelDB internals) and anything else is a bug: both get the
+   * reason's generic description, and the full error goes to onPartitionError.
+   */
+  private storeException(error: unknown, partition: number): PartitionFailure {
+    const deliberate = isIqgateError(error) && error.code !== 'STORE_EXCEPTION';
+    if (!deliberate) this.options.onPartitionError?.(error, { partition });
+    return { reason: 'STORE_EXCEPTION', message: deliberate ? error.message : FAILURE_REASONS.STORE_EXCEPTION };
+  }
+
   /** Takes every admitted partition's view in one synchronous step. */
   private openAll(options: QueryOptions, admissions: readonly Admission[]): Array<Opened | { partition: number; failure: PartitionFailure; info: string[] }> {
     return admissions.map((admission) => {
@@ -195,7 +218,7 @@ export class QueryEngine {
       try {
         view = admission.local.store.view({ readCommitted: options.readCommitted });
       } catch (error) {
-        return { partition: admission.partition, failure: storeException(error), info: admission.info };
+        return { partition: admission.partition, failure: this.storeException(error, admission.partition), info: admission.info };
       }
       // The position can fall back after the wait: an abort drops the uncommitted position.
       if (options.positionBound !== undefined && !isPermitted(view.position, options.positionBound, admission.partition)) {
@@ -276,17 +299,6 @@ function outcome(partition: number, options: QueryOptions, info: string[], posit
     ...(failure === undefined ? {} : { failure }),
     ...(options.executionInfo ? { executionInfo: info } : {}),
   };
-}
-
-/**
- * A partition's read failed. The message goes to clients, so only a deliberate IqgateError's
- * message passes (STORE_CLOSED: "read view is closed"); STORE_EXCEPTION carries the storage
- * driver's text (file paths, LevelDB internals) and anything else is a bug: both get the
- * reason's generic description.
- */
-function storeException(error: unknown): PartitionFailure {
-  const deliberate = isIqgateError(error) && error.code !== 'STORE_EXCEPTION';
-  return { reason: 'STORE_EXCEPTION', message: deliberate ? error.message : FAILURE_REASONS.STORE_EXCEPTION };
 }
 
 function elapsed(started: number): string {

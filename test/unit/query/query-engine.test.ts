@@ -47,6 +47,21 @@ afterEach(async () => {
 });
 
 describe('QueryEngine', () => {
+  it('hands a failing partition read to onPartitionError in full while the client sees only the masked reason', async () => {
+    const { provider } = await setup();
+    const seen: Array<{ error: unknown; partition: number }> = [];
+    const query = new QueryEngine(provider, { onPartitionError: (error, { partition }) => seen.push({ error, partition }) });
+    const broken = new Error('IO error: /var/lib/iqgate/000005.ldb: No such file');
+    tasks[2]!.store('kv').view = () => {
+      throw broken;
+    };
+    const page = await query.page(base, { scan: { type: 'range' }, order: 'asc', direction: 'forward', size: 10 });
+    const failure = page.partitions.find((p) => p.partition === 2)?.failure;
+    expect(failure?.reason).toBe('STORE_EXCEPTION');
+    expect(failure?.message).not.toContain('/var/lib');
+    expect(seen).toEqual([{ error: broken, partition: 2 }]);
+  });
+
   it('routes a key to its murmur2 partition and touches no other partition', async () => {
     const { query, offsets } = await setup();
     const { partition } = put(offsets, 'apple', 'red');
