@@ -4,7 +4,7 @@
  * levels itself before calling the logCreator).
  */
 // Must precede the first kafkajs import (see the module's comment).
-import './kafkajs-patches.js';
+import { assertKafkajsPatched } from './kafkajs-patches.js';
 import { Kafka, logLevel as KafkaLogLevel, type logCreator } from 'kafkajs';
 
 export type KafkaLogLevelName = 'nothing' | 'error' | 'warn' | 'info' | 'debug';
@@ -33,7 +33,9 @@ const LEVELS: Record<KafkaLogLevelName, KafkaLogLevel> = {
   debug: KafkaLogLevel.DEBUG,
 };
 
+/** Throws INVALID_CONFIG when kafkajs was loaded before its patches (see assertKafkajsPatched). */
 export function createKafka(options: KafkaClientOptions): Kafka {
+  assertKafkajsPatched();
   const sink = options.log;
   const creator: logCreator = () => ({ namespace, level, log }) => {
     if (sink === undefined) return;

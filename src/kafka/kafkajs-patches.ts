@@ -27,6 +27,7 @@
  * requests are pending or the broker throttles; a response or a new request checks the queue anyway.
  */
 import { createRequire, Module } from 'node:module';
+import { IqgateError } from '../errors.js';
 
 interface RawMessage {
   readonly offset: string;
@@ -95,12 +96,50 @@ function install(file: string, replacement: unknown): void {
     require.cache[target] = patched;
   } else if (cached.exports !== replacement) {
     // kafkajs was loaded before this module: it already holds the original function.
-    process.emitWarning(`iqgate: kafkajs was loaded before its patches; ${file} is unpatched`);
+    process.emitWarning(`iqgate: kafkajs was loaded before its patches; ${file} is unpatched (createKafka() will refuse to run)`);
   }
 }
 
 install('kafkajs/src/consumer/filterAbortedMessages.js', filterAbortedMessages);
 install('kafkajs/src/producer/groupMessagesPerPartition.js', groupMessagesPerPartition);
+
+let verified = false;
+
+/**
+ * Throws INVALID_CONFIG unless kafkajs really filters aborted transactions with the fix above.
+ * The patch only takes effect when this module is evaluated before kafkajs is first loaded
+ * (anything that `import`s or `require`s kafkajs earlier, e.g. an embedding service, defeats it),
+ * and then read_committed consumers silently see aborted records — exactly-once broken without a
+ * sound. So it is checked by behaviour, not by load order: kafkajs' own Batch must drop the
+ * records of two interleaved aborted transactions listed in marker order (the case 2.2.4 gets
+ * wrong). createKafka() calls this; the check runs once per process.
+ */
+export function assertKafkajsPatched(load: (id: string) => unknown = require): void {
+  const real = load === require;
+  if (real && verified) return;
+  const Batch = load('kafkajs/src/consumer/batch') as new (topic: string, offset: string, data: unknown) => { messages: Array<{ offset: string }> };
+  const message = (offset: number, producerId: string, control?: Buffer): RawMessage => ({
+    offset: String(offset),
+    key: control ?? Buffer.from('k'),
+    isControlRecord: control !== undefined,
+    batchContext: { producerId, inTransaction: true },
+  });
+  const commit = Buffer.from([0, 0, 0, 1]);
+  // p1 aborted [10, 13], p2 committed [11, 14], p3 aborted [12, 15]: only 11 and 16 are committed.
+  const messages = [message(10, 'p1'), message(11, 'p2'), message(12, 'p3'), message(13, 'p1', ABORT_MARKER_KEY),
+    message(14, 'p2', commit), message(15, 'p3', ABORT_MARKER_KEY), message(16, 'p1')];
+  const batch = new Batch('iqgate-patch-check', '10', {
+    partition: 0, highWatermark: '17', messages,
+    abortedTransactions: [{ producerId: 'p3', firstOffset: '12' }, { producerId: 'p1', firstOffset: '10' }],
+  });
+  const visible = batch.messages.map((m) => m.offset).join(',');
+  if (visible !== '11,16') {
+    throw new IqgateError('INVALID_CONFIG', 'kafkajs was loaded before iqgate\'s kafkajs patches, so read_committed consumers would see '
+      + `records of aborted transactions (saw offsets ${visible}, expected 11,16). Import iqgate (or 'iqgate/src/kafka/kafkajs-patches') `
+      + 'before anything that imports kafkajs.', { details: { visible } });
+  }
+  if (real) verified = true;
+}
 
 interface RequestQueueLike {
   pending: unknown[];
