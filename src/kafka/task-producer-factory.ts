@@ -176,7 +176,14 @@ export function createTaskProducerFactory(kafka: Kafka, options: TaskProducerOpt
   const getShared = (): Promise<Producer> => {
     shared ??= (async () => {
       const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 10 } });
-      await producer.connect();
+      try {
+        await producer.connect();
+      } catch (error) {
+        // Not cached: a broker that is down at the first send must not fail every later send.
+        shared = null;
+        await producer.disconnect().catch(() => undefined);
+        throw toIqgateError(error, 'connect producer');
+      }
       return producer;
     })();
     return shared;
@@ -186,8 +193,9 @@ export function createTaskProducerFactory(kafka: Kafka, options: TaskProducerOpt
       ? new SharedIdempotentProducer(getShared)
       : new TransactionalTaskProducer(kafka, transactionalId, options),
     close: async () => {
-      if (shared !== null) await (await shared).disconnect().catch(() => undefined);
+      const producer = shared;
       shared = null;
+      if (producer !== null) await producer.then((p) => p.disconnect()).catch(() => undefined);
     },
   };
 }

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import type { Kafka } from 'kafkajs';
+import { createTaskProducerFactory } from '../../../src/kafka/task-producer-factory.js';
+
+/** A kafkajs stand-in whose producers fail to connect `failures` times, then work. */
+function fakeKafka(failures: number): { kafka: Kafka; created: number; disconnected: number } {
+  const state = { created: 0, disconnected: 0, failures };
+  const kafka = {
+    producer: () => {
+      state.created += 1;
+      return {
+        connect: async () => {
+          if (state.failures > 0) {
+            state.failures -= 1;
+            throw Object.assign(new Error('connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' });
+          }
+        },
+        sendBatch: async () => [],
+        disconnect: async () => { state.disconnected += 1; },
+      };
+    },
+  } as unknown as Kafka;
+  return { kafka, get created() { return state.created; }, get disconnected() { return state.disconnected; } };
+}
+
+describe('the at-least-once shared producer', () => {
+  it('connects again after a failed first connect instead of failing every later send', async () => {
+    const fake = fakeKafka(1);
+    const factory = createTaskProducerFactory(fake.kafka, { groupId: 'g' });
+    const producer = factory.create(null);
+    await expect(producer.send([{ topic: 't', key: null, value: Buffer.from('x') }])).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE' });
+    await expect(producer.send([{ topic: 't', key: null, value: Buffer.from('x') }])).resolves.toEqual([]);
+    expect(fake.created).toBe(2);
+    expect(fake.disconnected).toBe(1); // the failed client was released
+    await factory.close();
+    expect(fake.disconnected).toBe(2);
+  });
+});
