@@ -13,8 +13,9 @@
  *   fetch, and long polls are awaited before a rejoin (KAFKAJS-NOTES §1 caveat b).
  */
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
-import type { ConsumerHandlers, GroupConsumerPort, InputRecord, TopicPartition, TopicPartitionOffset } from '../processing/ports.js';
+import type { ConsumerHandlers, GroupConsumerPort, InputRecord, PartitionOwner, TopicPartition, TopicPartitionOffset } from '../processing/ports.js';
 import { toIqgateError } from './kafka-errors.js';
+import { PartitionOwnerTracker } from './partition-owner-tracker.js';
 import { taskAssigner } from './task-assigner.js';
 
 export interface GroupConsumerOptions {
@@ -28,6 +29,10 @@ export interface GroupConsumerOptions {
   readonly maxWaitTimeMs?: number;
   readonly maxBytesPerPartition?: number;
   readonly maxBytes?: number;
+  /** This member's GraphQL URL, advertised in its group metadata (absent: none). */
+  readonly advertisedUrl?: string;
+  /** Sees failures of the background partition-owner refresh (describeGroup). */
+  readonly onOwnersError?: (error: unknown) => void;
 }
 
 export function toInputRecord(topic: string, partition: number, message: KafkaMessage): InputRecord {
@@ -51,12 +56,13 @@ export function toInputRecord(topic: string, partition: number, message: KafkaMe
 export class KafkaGroupConsumer implements GroupConsumerPort {
   private readonly consumer: Consumer;
   private stopped = false;
+  private readonly owners: PartitionOwnerTracker;
 
   constructor(kafka: Kafka, private readonly options: GroupConsumerOptions) {
     this.consumer = kafka.consumer({
       groupId: options.groupId,
       readUncommitted: false,
-      partitionAssigners: [taskAssigner(options.taskGroups)],
+      partitionAssigners: [taskAssigner(options.taskGroups, options.advertisedUrl === undefined ? {} : { url: options.advertisedUrl })],
       sessionTimeout: options.sessionTimeoutMs ?? 30_000,
       heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
       rebalanceTimeout: options.rebalanceTimeoutMs ?? 60_000,
@@ -68,6 +74,14 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
       allowAutoTopicCreation: false,
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
     });
+    this.owners = new PartitionOwnerTracker({
+      describe: () => this.consumer.describeGroup(),
+      ...(options.onOwnersError === undefined ? {} : { onError: options.onOwnersError }),
+    });
+  }
+
+  partitionOwners(): readonly PartitionOwner[] {
+    return this.owners.current();
   }
 
   async run(handlers: ConsumerHandlers): Promise<void> {
@@ -78,6 +92,9 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
         for (const partition of partitions) assignment.push({ topic, partition });
       }
       handlers.onAssignment(assignment);
+      // The group's map needs describeGroup (I/O): in the background, not in this listener.
+      // Only members that advertise a URL take part in routing (without one nothing changes).
+      if (this.options.advertisedUrl !== undefined) this.owners.refresh();
     });
     c.on(c.events.REBALANCING, () => handlers.onRebalancing());
     c.on(c.events.CRASH, (event) => {
@@ -124,6 +141,7 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.owners.stop();
     await this.consumer.disconnect();
   }
 }

@@ -10,8 +10,34 @@ import { AssignerProtocol, type PartitionAssigner } from 'kafkajs';
 
 export const TASK_ASSIGNER_NAME = 'IqgateTaskAssigner';
 
-/** `taskGroups`: the source topics of each sub-topology. */
-export function taskAssigner(taskGroups: ReadonlyArray<readonly string[]>): PartitionAssigner {
+/**
+ * What a member tells the group about itself in its MemberMetadata userData (JSON): the URL
+ * of its GraphQL endpoint, as Kafka Streams' `application.server` travels in its subscription
+ * userData. The leader ignores it; every member reads the whole group's with describeGroup.
+ */
+export interface MemberInfo {
+  readonly url?: string;
+}
+
+export function encodeMemberInfo(info: MemberInfo): Buffer {
+  return info.url === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify({ url: info.url }), 'utf8');
+}
+
+/** Lenient: another version's or another client's userData (not JSON, no url) is no info. */
+export function decodeMemberInfo(userData: Buffer | null | undefined): MemberInfo {
+  if (userData == null || userData.length === 0) return {};
+  try {
+    const parsed: unknown = JSON.parse(userData.toString('utf8'));
+    const url = typeof parsed === 'object' && parsed !== null ? (parsed as { url?: unknown }).url : undefined;
+    return typeof url === 'string' && url.length > 0 ? { url } : {};
+  } catch {
+    return {};
+  }
+}
+
+/** `taskGroups`: the source topics of each sub-topology; `member`: what this member advertises. */
+export function taskAssigner(taskGroups: ReadonlyArray<readonly string[]>, member: MemberInfo = {}): PartitionAssigner {
+  const userData = encodeMemberInfo(member);
   return ({ cluster }) => ({
     name: TASK_ASSIGNER_NAME,
     version: 0,
@@ -35,7 +61,7 @@ export function taskAssigner(taskGroups: ReadonlyArray<readonly string[]>): Part
       }));
     },
     protocol({ topics }) {
-      return { name: TASK_ASSIGNER_NAME, metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }) };
+      return { name: TASK_ASSIGNER_NAME, metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData }) };
     },
   });
 }

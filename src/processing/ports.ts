@@ -59,6 +59,14 @@ export interface ConsumerHandlers {
   onCrash(error: unknown): void;
 }
 
+/**
+ * The group member hosting an input partition, by the URL it advertises (Kafka Streams'
+ * `application.server`). Members that advertise nothing own partitions without an entry.
+ */
+export interface PartitionOwner extends TopicPartition {
+  readonly url: string;
+}
+
 /** The application's group consumer (read_committed, manual offsets). */
 export interface GroupConsumerPort {
   run(handlers: ConsumerHandlers): Promise<void>;
@@ -69,6 +77,11 @@ export interface GroupConsumerPort {
   /** Plain (non-transactional) offset commit, for at-least-once. */
   commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void>;
   stop(): Promise<void>;
+  /**
+   * The whole group's partition → URL map as of the last completed rebalance (learned in the
+   * background after each join; empty until then). Optional: in-memory fakes may omit it.
+   */
+  partitionOwners?(): readonly PartitionOwner[];
 }
 
 /**

@@ -1,0 +1,106 @@
+/**
+ * Learns which member hosts which input partition, with the URL each member advertises in its
+ * MemberMetadata userData (task-assigner.ts) — iqgate's `application.server` metadata.
+ *
+ * kafkajs hands a member only its own assignment (GROUP_JOIN) and drops the assignment
+ * userData (KAFKAJS-NOTES §3), so after each join every member asks the coordinator with
+ * describeGroup, which returns every member's raw metadata and assignment, and decodes both.
+ * Right after a join the group may still be CompletingRebalance (other members have not
+ * synced yet): the refresh retries until the group is Stable.
+ *
+ * The refresh is network I/O, so it never runs inside the synchronous GROUP_JOIN listener or
+ * eachBatch: `refresh()` starts it in the background and returns at once. A newer join (or
+ * stop) supersedes a refresh in flight; the map is replaced only by a complete answer, so
+ * between rebalances readers see the last complete one.
+ */
+// Must precede the first kafkajs import (see the module's comment).
+import './kafkajs-patches.js';
+import { AssignerProtocol, type GroupDescription } from 'kafkajs';
+import type { PartitionOwner } from '../processing/ports.js';
+import { decodeMemberInfo } from './task-assigner.js';
+
+export interface PartitionOwnerTrackerOptions {
+  /** consumer.describeGroup (kafkajs retries transport errors itself). */
+  readonly describe: () => Promise<GroupDescription>;
+  /** Pause between attempts while the group is not Stable. Default 200 ms. */
+  readonly retryMs?: number;
+  /** Attempts per refresh before giving up until the next join. Default 150 (~30 s). */
+  readonly maxAttempts?: number;
+  readonly onError?: (error: unknown) => void;
+}
+
+/** Every partition of every Stable member that advertises a URL. */
+export function decodePartitionOwners(group: GroupDescription): PartitionOwner[] {
+  const owners: PartitionOwner[] = [];
+  for (const member of group.members) {
+    const { url } = decodeMemberInfo(safeDecode(() => AssignerProtocol.MemberMetadata.decode(member.memberMetadata))?.userData);
+    if (url === undefined) continue;
+    const assignment = safeDecode(() => AssignerProtocol.MemberAssignment.decode(member.memberAssignment))?.assignment ?? {};
+    for (const [topic, partitions] of Object.entries(assignment)) {
+      for (const partition of partitions) owners.push({ topic, partition, url });
+    }
+  }
+  return owners;
+}
+
+function safeDecode<T>(decode: () => T | null): T | null {
+  try {
+    return decode();
+  } catch {
+    return null;
+  }
+}
+
+export class PartitionOwnerTracker {
+  private owners: readonly PartitionOwner[] = [];
+  private generation = 0;
+  private stopped = false;
+  private readonly retryMs: number;
+  private readonly maxAttempts: number;
+  /** The refresh in flight, for tests and orderly shutdown. */
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: PartitionOwnerTrackerOptions) {
+    this.retryMs = options.retryMs ?? 200;
+    this.maxAttempts = options.maxAttempts ?? 150;
+  }
+
+  current(): readonly PartitionOwner[] {
+    return this.owners;
+  }
+
+  /** Starts a background refresh (superseding one in flight); never throws, never blocks. */
+  refresh(): void {
+    const generation = ++this.generation;
+    this.running = this.run(generation).catch((error: unknown) => this.options.onError?.(error));
+  }
+
+  /** Resolves when the latest refresh has settled. */
+  settled(): Promise<void> {
+    return this.running;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.generation += 1;
+  }
+
+  private async run(generation: number): Promise<void> {
+    const current = (): boolean => !this.stopped && generation === this.generation;
+    let lastError: unknown = null;
+    for (let attempt = 1; attempt <= this.maxAttempts && current(); attempt += 1) {
+      try {
+        const group = await this.options.describe();
+        if (!current()) return;
+        if (group.state === 'Stable') {
+          this.owners = decodePartitionOwners(group);
+          return;
+        }
+      } catch (error) {
+        lastError = error; // e.g. the coordinator moved: try again, like a non-Stable answer
+      }
+      await new Promise((resolve) => setTimeout(resolve, this.retryMs));
+    }
+    if (lastError !== null && current()) throw lastError;
+  }
+}

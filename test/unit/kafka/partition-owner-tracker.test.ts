@@ -1,0 +1,69 @@
+// The project's kafkajs is the patched one: load the patches before kafkajs.
+import '../../../src/kafka/kafkajs-patches.js';
+import { describe, expect, it } from 'vitest';
+import { AssignerProtocol, type GroupDescription } from 'kafkajs';
+import { decodePartitionOwners, PartitionOwnerTracker } from '../../../src/kafka/partition-owner-tracker.js';
+import { decodeMemberInfo, encodeMemberInfo } from '../../../src/kafka/task-assigner.js';
+
+function member(memberId: string, url: string | undefined, assignment: Record<string, number[]>) {
+  return {
+    memberId,
+    clientId: 'c',
+    clientHost: '/127.0.0.1',
+    memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics: Object.keys(assignment), userData: encodeMemberInfo(url === undefined ? {} : { url }) }),
+    memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment, userData: Buffer.alloc(0) }),
+  };
+}
+
+function group(state: GroupDescription['state'], members: ReturnType<typeof member>[]): GroupDescription {
+  return { groupId: 'g', members, protocol: 'IqgateTaskAssigner', protocolType: 'consumer', state };
+}
+
+describe('partition owners from the group description', () => {
+  it('round-trips a member URL through userData and treats foreign userData as no info', () => {
+    expect(decodeMemberInfo(encodeMemberInfo({ url: 'http://a:4000/graphql' }))).toEqual({ url: 'http://a:4000/graphql' });
+    expect(decodeMemberInfo(encodeMemberInfo({}))).toEqual({});
+    expect(decodeMemberInfo(Buffer.from('not json'))).toEqual({});
+    expect(decodeMemberInfo(Buffer.from('{"url":3}'))).toEqual({});
+  });
+
+  it('maps every assigned partition of an advertising member to its URL and skips members without one', () => {
+    const owners = decodePartitionOwners(group('Stable', [member('a', 'http://a/graphql', { t: [0, 2] }), member('b', undefined, { t: [1] })]));
+    expect(owners).toEqual([
+      { topic: 't', partition: 0, url: 'http://a/graphql' },
+      { topic: 't', partition: 2, url: 'http://a/graphql' },
+    ]);
+  });
+
+  it('retries describeGroup until the group is Stable, in the background', async () => {
+    const answers = [group('CompletingRebalance', []), group('Stable', [member('a', 'http://a/graphql', { t: [0] })])];
+    let calls = 0;
+    const tracker = new PartitionOwnerTracker({ describe: async () => answers[Math.min(calls++, 1)]!, retryMs: 5 });
+    tracker.refresh();
+    expect(tracker.current()).toEqual([]);
+    await tracker.settled();
+    expect(calls).toBe(2);
+    expect(tracker.current()).toEqual([{ topic: 't', partition: 0, url: 'http://a/graphql' }]);
+  });
+
+  it('keeps the last complete map when a refresh fails, and reports the failure', async () => {
+    const errors: unknown[] = [];
+    let fail = false;
+    const tracker = new PartitionOwnerTracker({
+      describe: async () => {
+        if (fail) throw new Error('coordinator gone');
+        return group('Stable', [member('a', 'http://a/graphql', { t: [0] })]);
+      },
+      retryMs: 1,
+      maxAttempts: 3,
+      onError: (error) => errors.push(error),
+    });
+    tracker.refresh();
+    await tracker.settled();
+    fail = true;
+    tracker.refresh();
+    await tracker.settled();
+    expect(tracker.current()).toHaveLength(1);
+    expect(errors).toHaveLength(1);
+  });
+});
