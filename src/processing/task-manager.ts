@@ -55,6 +55,8 @@ interface SubTopologyPlan {
   readonly sourceTopics: readonly string[];
   readonly sourcesByTopic: ReadonlyMap<string, readonly string[]>;
   readonly changelogTopics: ReadonlyMap<string, string>;
+  /** The topic in the task's transactionalId (`<appId>-<topic>-<partition>`): see transactionalTopic. */
+  readonly transactionalTopic: string;
 }
 
 export interface LocalTaskInfo {
@@ -97,14 +99,22 @@ export class TaskManager implements ConsumerHandlers {
     const appId = options.applicationId;
     this.plans = topology.subTopologies.map((sub) => {
       const sourcesByTopic = new Map<string, string[]>();
+      const declared = new Map<string, string>();
       for (const name of sub.nodes) {
         const node = topology.nodes.get(name);
         if (node?.kind !== 'source') continue;
         const topic = node.internal ? internalTopic(appId, node.topic) : node.topic;
         sourcesByTopic.set(topic, [...(sourcesByTopic.get(topic) ?? []), name]);
+        declared.set(topic, node.topic);
       }
       const changelogTopics = new Map(sub.stores.map((s) => [s, changelogTopic(appId, s)] as const));
-      return { id: sub.id, sourceTopics: [...sourcesByTopic.keys()].sort(), sourcesByTopic, changelogTopics };
+      const sourceTopics = [...sourcesByTopic.keys()].sort();
+      // `<appId>-<topic>-<partition>` with the topic as declared: an internal topic's resolved name
+      // already carries the app id, which would give `<appId>-<appId>-words-repartition-<p>`.
+      // Unique per sub-topology, because the topology builder rejects a declared topic name that
+      // is a source of two sub-topologies, internal or not.
+      const transactionalTopic = declared.get(sourceTopics[0] ?? '') ?? '';
+      return { id: sub.id, sourceTopics, sourcesByTopic, changelogTopics, transactionalTopic };
     });
     for (const plan of this.plans) for (const topic of plan.sourceTopics) this.planOfTopic.set(topic, plan);
     for (const node of topology.nodes.values()) {
@@ -356,7 +366,7 @@ export class TaskManager implements ConsumerHandlers {
     let producer: TaskProducer | null = null;
     try {
       const exactlyOnce = options.processingGuarantee === 'exactly_once';
-      producer = ports.producers.create(exactlyOnce ? transactionalIdFor(options.applicationId, plan.sourceTopics[0] ?? '', task.partition) : null);
+      producer = ports.producers.create(exactlyOnce ? transactionalIdFor(options.applicationId, plan.transactionalTopic, task.partition) : null);
       // Fences any older owner and completes its transaction before anything is read (KAFKAJS-NOTES §4).
       await producer.init();
       const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));

@@ -10,7 +10,10 @@ export function internalTopic(applicationId: string, name: string): string {
   return `${applicationId}-${name}`;
 }
 
-/** One transactionalId per task (`<appId>-<topic>-<partition>`) for zombie fencing: KAFKAJS-NOTES §2. */
+/**
+ * One transactionalId per task (`<appId>-<topic>-<partition>`) for zombie fencing: KAFKAJS-NOTES §2.
+ * `topic` is the task's first source topic as declared (an internal topic without the app-id prefix).
+ */
 export function transactionalIdFor(applicationId: string, firstSourceTopic: string, partition: number): string {
   return `${applicationId}-${firstSourceTopic}-${partition}`;
 }
