@@ -27,7 +27,9 @@ export function createKafkaPorts(options: KafkaPortsOptions): KafkaPorts {
     admin,
     changelogReader,
     close: async () => {
-      await Promise.allSettled([producers.close(), admin.close(), changelogReader.close()]);
+      // The consumer too (a no-op after a graceful stop): after a failed start or a stop that
+      // timed out it may still hold its sockets.
+      await Promise.allSettled([consumer.stop(), producers.close(), admin.close(), changelogReader.close()]);
     },
   };
 }

@@ -73,7 +73,7 @@ class TransactionalTaskProducer implements TaskProducer {
   private txn: Transaction | null = null;
   private connected = false;
 
-  constructor(kafka: Kafka, readonly transactionalId: string, private readonly options: TaskProducerOptions) {
+  constructor(kafka: Kafka, readonly transactionalId: string, private readonly options: TaskProducerOptions, private readonly onClose: (p: TransactionalTaskProducer) => void = () => undefined) {
     this.producer = kafka.producer({
       transactionalId,
       idempotent: true,
@@ -147,8 +147,13 @@ class TransactionalTaskProducer implements TaskProducer {
 
   async close(): Promise<void> {
     this.txn = null;
-    if (this.connected) await this.producer.disconnect();
+    this.onClose(this);
+    const connected = this.connected;
     this.connected = false;
+    // disconnect() even when connect() failed half-way: kafkajs may hold sockets of a failed connect.
+    await this.producer.disconnect().catch((error: unknown) => {
+      if (connected) throw toIqgateError(error, `disconnect producer ${this.transactionalId}`);
+    });
   }
 }
 
@@ -188,14 +193,22 @@ export function createTaskProducerFactory(kafka: Kafka, options: TaskProducerOpt
     })();
     return shared;
   };
+  // Every transactional producer not closed yet: close() releases them all, so a task whose
+  // close never ran (a stop that timed out, a failed start) leaves no sockets behind.
+  const open = new Set<TransactionalTaskProducer>();
   return {
-    create: (transactionalId) => transactionalId === null
-      ? new SharedIdempotentProducer(getShared)
-      : new TransactionalTaskProducer(kafka, transactionalId, options),
+    create: (transactionalId) => {
+      if (transactionalId === null) return new SharedIdempotentProducer(getShared);
+      const producer = new TransactionalTaskProducer(kafka, transactionalId, options, (p) => open.delete(p));
+      open.add(producer);
+      return producer;
+    },
     close: async () => {
       const producer = shared;
       shared = null;
-      if (producer !== null) await producer.then((p) => p.disconnect()).catch(() => undefined);
+      const closing = [...open].map((p) => p.close().catch(() => undefined));
+      if (producer !== null) closing.push(producer.then((p) => p.disconnect()).catch(() => undefined));
+      await Promise.all(closing);
     },
   };
 }

@@ -92,6 +92,8 @@ export class TaskManager implements ConsumerHandlers {
    * until commits have freed memory; the engine signals again on the next crossing.
    */
   private overBudgetAt: number | null = null;
+  /** Re-open timers of failed tasks (recover), cleared on close so none outlives the manager. */
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
 
   constructor(private readonly deps: TaskManagerDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -329,9 +331,16 @@ export class TaskManager implements ConsumerHandlers {
     const zombie = fenced && this.openedIn.get(task) === this.generation;
     const delay = zombie ? this.deps.options.fencedRetryMs : Math.min(this.deps.options.startupRetryMaxMs, 100 * 2 ** Math.min(attempts, 8));
     const timer = setTimeout(() => {
+      this.retryTimers.delete(timer);
       if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.requestOpen(task);
     }, delay);
     timer.unref();
+    this.retryTimers.add(timer);
+  }
+
+  private clearRetryTimers(): void {
+    for (const timer of this.retryTimers) clearTimeout(timer);
+    this.retryTimers.clear();
   }
 
   private requestRollback(task: StreamTask): void {
@@ -449,12 +458,27 @@ export class TaskManager implements ConsumerHandlers {
 
   async closeAll(): Promise<void> {
     this.stopping = true;
+    if (this.commitTimer !== null) clearInterval(this.commitTimer);
+    this.unsubscribeCommitNeeded?.();
+    this.clearRetryTimers();
     for (const [id, task] of this.tasks) {
       this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, false) });
     }
     await this.control.idle();
     this.tasks.clear();
     this.taskOfPartition.clear();
+  }
+
+  /**
+   * A stop that timed out: no more processing, commits or re-opens; the caller closes the
+   * clients and the store engine under whatever is still in flight.
+   */
+  abandon(): void {
+    this.stopping = true;
+    this.failed = true;
+    if (this.commitTimer !== null) clearInterval(this.commitTimer);
+    this.unsubscribeCommitNeeded?.();
+    this.clearRetryTimers();
   }
 
   /** What the query layer needs: each local task with its state and stores. */

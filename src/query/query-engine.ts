@@ -180,7 +180,11 @@ export class QueryEngine {
       return fail('DOES_NOT_EXIST', `Store ${store.name} has partitions 0..${store.partitions - 1}.`);
     }
     const local = this.provider.localPartition(store.name, partition);
-    if (local === undefined) return fail('NOT_PRESENT', `Partition ${partition} of ${store.name} is not hosted on this instance.`);
+    if (local === undefined) {
+      const owner = this.provider.remoteOwner?.(store.name, partition);
+      if (owner === undefined) return fail('NOT_PRESENT', `Partition ${partition} of ${store.name} is not hosted on this instance.`);
+      return { ok: false, partition, failure: { reason: 'NOT_PRESENT', message: `Partition ${partition} of ${store.name} is hosted by ${owner}.`, owner }, info };
+    }
     if (type !== 'key' && type !== 'range' && type !== 'prefix') return fail('UNKNOWN_QUERY_TYPE', `Unsupported query type ${String(type)}.`);
     if (options.requireActive && !local.active) return fail('NOT_ACTIVE', `Partition ${partition} is a standby here.`);
     const staleOk = local.taskState === 'RESTORING' && options.allowStale;

@@ -14,6 +14,8 @@ export const FAILURE_REASONS = {
   UNKNOWN_QUERY_TYPE: 'The store partition does not support this query type.',
   STORE_EXCEPTION: 'Reading the store partition failed.',
   DOES_NOT_EXIST: 'The store has no such partition at all.',
+  /** iqgate's: the key was forwarded to the partition's owner, which did not answer usably. */
+  FORWARD_FAILED: 'The partition is hosted by another instance, and forwarding the query to it failed (unreachable, timed out, or it answered with an error).',
 } as const;
 
 export type FailureReason = keyof typeof FAILURE_REASONS;
@@ -21,6 +23,8 @@ export type FailureReason = keyof typeof FAILURE_REASONS;
 export interface PartitionFailure {
   readonly reason: FailureReason;
   readonly message: string;
+  /** NOT_PRESENT / FORWARD_FAILED: the GraphQL URL of the instance hosting the partition, when known. */
+  readonly owner?: string;
 }
 
 export type QueryType = 'key' | 'range' | 'prefix';

@@ -44,6 +44,12 @@ export interface StateProvider {
   /** undefined when that partition is not hosted on this instance (IQv2 NOT_PRESENT). */
   localPartition(storeName: string, partition: number): LocalStorePartition | undefined;
   tasks(): readonly TaskDescriptor[];
+  /**
+   * The GraphQL URL of the instance hosting this partition when it is not hosted here
+   * (Kafka Streams' KeyQueryMetadata.activeHost); undefined when unknown or local. Optional:
+   * without it, every non-local partition is plainly NOT_PRESENT and nothing is forwarded.
+   */
+  remoteOwner?(storeName: string, partition: number): string | undefined;
 }
 
 /** True when the instance may answer queries at all. */

@@ -35,6 +35,8 @@ export class StaticStateProvider implements StateProvider {
   private readonly descriptors: Map<string, StoreDescriptor>;
   private readonly taskEntries = new Map<string, TaskEntry>();
   private state: InstanceState;
+  /** store name → partition → owner URL (setRemoteOwner). */
+  private readonly owners = new Map<string, Map<number, string>>();
 
   constructor(options: StaticStateProviderOptions) {
     this.descriptors = new Map();
@@ -63,6 +65,19 @@ export class StaticStateProvider implements StateProvider {
     const entry = this.taskEntries.get(taskId);
     if (entry === undefined) throw new TypeError(`unknown task ${taskId}`);
     entry.state = state;
+  }
+
+  /** Declares that another instance, at `url`, hosts this partition; undefined forgets it. */
+  setRemoteOwner(storeName: string, partition: number, url: string | undefined): void {
+    let byPartition = this.owners.get(storeName);
+    if (byPartition === undefined) this.owners.set(storeName, (byPartition = new Map()));
+    if (url === undefined) byPartition.delete(partition);
+    else byPartition.set(partition, url);
+  }
+
+  remoteOwner(storeName: string, partition: number): string | undefined {
+    if (this.localPartition(storeName, partition) !== undefined) return undefined;
+    return this.owners.get(storeName)?.get(partition);
   }
 
   setInstanceState(state: InstanceState): void {

@@ -7,6 +7,11 @@ import { z } from 'zod';
 import { IqgateError } from '../errors.js';
 import { parseProcessingOptions, processingOptionsSchema, type ProcessingOptions } from '../processing/processing-options.js';
 
+/** An absolute http(s) URL (the GraphQL endpoint, path included). */
+export function advertisedUrlSchema() {
+  return z.string().url().refine((value) => /^https?:$/.test(new URL(value).protocol), { message: 'advertisedUrl must be an http or https URL' });
+}
+
 export const runtimeOptionsSchema = processingOptionsSchema.extend({
   /** Bootstrap brokers, `host:port`; a comma-separated string is accepted (KAFKA_BROKERS style). */
   brokers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)])
@@ -14,6 +19,12 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
   /** State directory (LevelDB). Absent: in-memory stores (state is rebuilt from the changelogs on restart). */
   stateDir: z.string().min(1).optional(),
   clientId: z.string().min(1).optional(),
+  /**
+   * This instance's GraphQL endpoint as other instances reach it, e.g. http://10.0.0.5:4000/graphql
+   * (Kafka Streams' application.server). Advertised in the group metadata so that any instance can
+   * forward a key query to the partition's owner. Absent: nothing is advertised or forwarded.
+   */
+  advertisedUrl: advertisedUrlSchema().optional(),
   /** Record cache bytes for the process (statestore.cache.max.bytes); 0 forwards every update. */
   cacheMaxBytes: z.number().int().nonnegative().optional(),
   /** KIP-892 statestore.uncommitted.max.bytes. */
@@ -27,6 +38,13 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
   fetchMaxBytesPerPartition: z.number().int().positive().default(262_144),
   fetchMaxBytes: z.number().int().positive().default(2_097_152),
   transactionTimeoutMs: z.number().int().positive().default(60_000),
+  /**
+   * How long stop() waits for the graceful part (last commits, leaving the group, closing tasks)
+   * before it closes every client and store regardless — e.g. when the broker is gone and kafkajs
+   * would retry for minutes. Nothing uncommitted reaches a store either way. Keep it below the
+   * shutdown hooks' timeout (30 s), which exits the process.
+   */
+  stopTimeoutMs: z.number().int().positive().default(20_000),
   kafkaLogLevel: z.enum(['nothing', 'error', 'warn', 'info', 'debug']).default('error'),
   logLevel: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
 }).refine((o) => o.heartbeatIntervalMs < o.sessionTimeoutMs, { message: 'heartbeatIntervalMs must be below sessionTimeoutMs', path: ['heartbeatIntervalMs'] });

@@ -50,6 +50,14 @@ export class RuntimeStateProvider implements StateProvider {
     return { store: local.store, taskId: local.taskId, taskState: local.taskState, active: true };
   }
 
+  /** The owner's advertised URL, from the group's metadata; never this instance's own. */
+  remoteOwner(storeName: string, partition: number): string | undefined {
+    if (this.localPartition(storeName, partition) !== undefined) return undefined;
+    const url = this.runtime.storeOwner(storeName, partition);
+    // Assigned here but the task is not open yet: not remote (forwarding to ourselves is useless).
+    return url === undefined || url === this.runtime.advertisedUrl() ? undefined : url;
+  }
+
   tasks(): readonly TaskDescriptor[] {
     const storesOfTask = new Map<string, Array<{ storeName: string; partition: number }>>();
     for (const local of this.runtime.localStores()) {

@@ -10,7 +10,7 @@
 import { pino, type Logger } from 'pino';
 import { IqgateError, isIqgateError } from '../errors.js';
 import { createKafkaPorts } from '../kafka/kafka-ports.js';
-import type { KafkaPorts, TopicSpec } from '../processing/ports.js';
+import type { KafkaPorts, PartitionOwner, TopicSpec } from '../processing/ports.js';
 import type { StreamTask } from '../processing/stream-task.js';
 import { TaskManager } from '../processing/task-manager.js';
 import type { TaskState } from '../processing/task-state.js';
@@ -20,7 +20,7 @@ import { createInMemoryStoreEngine, openLevelStoreEngine } from '../store/index.
 import type { KeyValueStorePartition, Serde, StoreEngine } from '../store/types.js';
 import { crashHookFromEnv } from './crash-points.js';
 import { ProcessingMetrics, type ProcessingMetricsSnapshot } from './processing-metrics.js';
-import { parseRuntimeOptions, type RuntimeOptions, type RuntimeOptionsInput } from './runtime-options.js';
+import { advertisedUrlSchema, parseRuntimeOptions, type RuntimeOptions, type RuntimeOptionsInput } from './runtime-options.js';
 
 export type RuntimeState = 'CREATED' | 'STARTING' | 'RUNNING' | 'STOPPING' | 'STOPPED' | 'FAILED';
 
@@ -51,6 +51,13 @@ export interface StoreDefinitionInfo {
   readonly changelogTopic: string;
 }
 
+/** Who hosts a task: the URL its owner advertises (application.server), as of the last rebalance. */
+export interface TaskOwner {
+  readonly subTopology: number;
+  readonly partition: number;
+  readonly url: string;
+}
+
 export interface LocalStore {
   readonly storeName: string;
   readonly partition: number;
@@ -77,9 +84,12 @@ export class Runtime {
   /** Settles when the runtime has stopped: resolves after stop(), rejects after a fatal error. */
   readonly done: Promise<void>;
   fatalError: unknown = null;
+  private advertised: string | undefined;
+  private ownersCache: { readonly source: readonly PartitionOwner[]; readonly tasks: TaskOwner[] } | null = null;
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
+    this.advertised = this.options.advertisedUrl;
     this.topology = config.topology;
     this.logger = (config.logger ?? pino({ level: this.options.logLevel })).child({ app: this.options.applicationId });
     this.done = new Promise<void>((resolve, reject) => {
@@ -117,6 +127,8 @@ export class Runtime {
         maxWaitTimeMs: o.maxWaitTimeMs,
         maxBytesPerPartition: o.fetchMaxBytesPerPartition,
         maxBytes: o.fetchMaxBytes,
+        ...(this.advertised === undefined ? {} : { advertisedUrl: this.advertised }),
+        onOwnersError: (error) => this.logger.warn({ err: error }, 'learning the partition owners (describeGroup) failed; routing waits for the next rebalance'),
       },
     });
     this.ports = ports;
@@ -246,7 +258,7 @@ export class Runtime {
     this.fatalError = error;
     if (this.state === 'STARTING' || this.state === 'RUNNING') this.transition('FAILED');
     this.logger.error({ err: error }, 'runtime failed; stopping without committing');
-    void this.shutdown(false).then(() => this.rejectDone(error), () => this.rejectDone(error));
+    void this.shutdownWithin(false).then(() => this.rejectDone(error), () => this.rejectDone(error));
   }
 
   /** Graceful stop: commits processed records, leaves the group, closes stores and clients. */
@@ -276,9 +288,23 @@ export class Runtime {
       return;
     }
     this.transition('STOPPING');
-    await this.shutdown(true);
+    await this.shutdownWithin(true);
     this.transition('STOPPED');
     this.resolveDone();
+  }
+
+  /**
+   * shutdown(), bounded by stopTimeoutMs. When it hangs (typically kafkajs retrying against a
+   * broker that is gone), processing and commits stop and every client and store is closed now.
+   * Commits still in flight fail on closed clients; what they did not finish is aborted by the
+   * next owner's InitProducerId, and the stores only ever hold committed data.
+   */
+  private async shutdownWithin(commit: boolean): Promise<void> {
+    const timeoutMs = this.options.stopTimeoutMs;
+    if (await settlesWithin(this.shutdown(commit), timeoutMs)) return;
+    this.logger.warn({ stopTimeoutMs: timeoutMs }, 'stop timed out; closing Kafka clients and stores without waiting');
+    this.manager?.abandon();
+    await settlesWithin(this.release(), timeoutMs);
   }
 
   private async shutdown(commit: boolean): Promise<void> {
@@ -320,6 +346,53 @@ export class Runtime {
     return result;
   }
 
+  /** The URL this instance advertises to its group (option advertisedUrl, or advertise()). */
+  advertisedUrl(): string | undefined {
+    return this.advertised;
+  }
+
+  /**
+   * Sets the advertised URL before start(): e.g. once serve() on port 0 knows its URL. The
+   * group learns it at the next join, so it cannot change after start (a TypeError).
+   */
+  advertise(url: string): void {
+    if (this.state !== 'CREATED') throw new TypeError(`advertise() must be called before start(); the runtime is ${this.state}`);
+    const parsed = advertisedUrlSchema().safeParse(url);
+    if (!parsed.success) throw new IqgateError('INVALID_CONFIG', `invalid advertisedUrl ${JSON.stringify(url)}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+    this.advertised = parsed.data;
+  }
+
+  /**
+   * Per sub-topology and partition, the URL of the instance hosting the task (this one
+   * included), learned from the group after each rebalance; tasks whose owner advertises no
+   * URL, or that are not assigned, are absent. Empty without advertisedUrl.
+   */
+  partitionOwners(): TaskOwner[] {
+    const owners = this.ports?.consumer.partitionOwners?.() ?? [];
+    if (owners.length === 0) return [];
+    // The consumer replaces its list on each refresh: queries in between reuse one mapping.
+    if (this.ownersCache?.source === owners) return this.ownersCache.tasks;
+    const groups = sourceTopicGroups(this.topology, this.options.applicationId);
+    const subOfTopic = new Map<string, number>();
+    groups.forEach((topics, id) => topics.forEach((topic) => subOfTopic.set(topic, id)));
+    const result = new Map<string, TaskOwner>();
+    for (const owner of owners) {
+      const subTopology = subOfTopic.get(owner.topic);
+      if (subTopology === undefined) continue;
+      result.set(`${subTopology}_${owner.partition}`, { subTopology, partition: owner.partition, url: owner.url });
+    }
+    const tasks = [...result.values()].sort((a, b) => a.subTopology - b.subTopology || a.partition - b.partition);
+    this.ownersCache = { source: owners, tasks };
+    return tasks;
+  }
+
+  /** The URL of the instance hosting partition `partition` of a store (maybe this one); undefined when unknown. */
+  storeOwner(storeName: string, partition: number): string | undefined {
+    const sub = this.topology.subTopologies.find((s) => s.stores.includes(storeName));
+    if (sub === undefined) return undefined;
+    return this.partitionOwners().find((o) => o.subTopology === sub.id && o.partition === partition)?.url;
+  }
+
   localTasks(): ReadonlyArray<Pick<StreamTask, 'id' | 'partition' | 'state'>> {
     return this.manager?.localTasks() ?? [];
   }
@@ -357,6 +430,17 @@ export function sourceTopicGroups(topology: Topology, applicationId: string): st
     }
     return [...topics].sort();
   });
+}
+
+/** Resolves true if `promise` settles within `ms`, false otherwise (its rejection is logged by the caller or ignored). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  try {
+    return await Promise.race([promise.then(() => true, () => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function createRuntime(config: RuntimeConfig): Runtime {

@@ -199,7 +199,7 @@ describe('error codes', () => {
     const { ERROR_CODES } = await import('../../../src/errors.js');
     const source = await import('node:fs/promises').then((fs) => fs.readFile(new URL('../../../schema.graphql', import.meta.url), 'utf8'));
     const documented = [...source.matchAll(/\b([A-Z][A-Z_]{5,})\b/g)].map((m) => m[1]!);
-    const enums = new Set(['NOT_PRESENT', 'NOT_ACTIVE', 'UNKNOWN_QUERY_TYPE', 'DOES_NOT_EXIST', 'CREATED', 'RESTORING', 'RUNNING', 'SUSPENDED', 'CLOSED', 'STARTING', 'REBALANCING', 'PENDING_SHUTDOWN', 'NOT_RUNNING', 'ERROR']);
+    const enums = new Set(['NOT_PRESENT', 'NOT_ACTIVE', 'UNKNOWN_QUERY_TYPE', 'DOES_NOT_EXIST', 'FORWARD_FAILED', 'CREATED', 'RESTORING', 'RUNNING', 'SUSPENDED', 'CLOSED', 'STARTING', 'REBALANCING', 'PENDING_SHUTDOWN', 'NOT_RUNNING', 'ERROR']);
     for (const code of documented.filter((c) => !enums.has(c))) expect(Object.keys(ERROR_CODES), code).toContain(code);
   });
 });

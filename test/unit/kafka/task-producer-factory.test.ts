@@ -36,3 +36,25 @@ describe('the at-least-once shared producer', () => {
     expect(fake.disconnected).toBe(2);
   });
 });
+
+describe('the transactional producers of the factory', () => {
+  it('are all disconnected by close(), also those whose task never closed them', async () => {
+    const disconnected: string[] = [];
+    const kafka = {
+      producer: ({ transactionalId }: { transactionalId: string }) => ({
+        connect: async () => undefined,
+        transaction: async () => ({ isActive: () => true }),
+        disconnect: async () => { disconnected.push(transactionalId); },
+      }),
+    } as unknown as Kafka;
+    const factory = createTaskProducerFactory(kafka, { groupId: 'g' });
+    const closedByTask = factory.create('app-in-0');
+    const left = factory.create('app-in-1');
+    await closedByTask.init();
+    await left.init();
+    await closedByTask.close();
+    expect(disconnected).toEqual(['app-in-0']);
+    await factory.close();
+    expect(disconnected).toEqual(['app-in-0', 'app-in-1']);
+  });
+});

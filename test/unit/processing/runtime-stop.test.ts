@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
+import type { TaskProducer } from '../../../src/processing/ports.js';
+import type { StreamTask } from '../../../src/processing/stream-task.js';
+import { createRuntime } from '../../../src/runtime/runtime.js';
+import { createInMemoryStoreEngine } from '../../../src/store/index.js';
+import { serdes } from '../../../src/store/serdes.js';
+import { FakeBroker, fakePorts } from './fake-kafka.js';
+import { send } from './manager-harness.js';
+
+function countTopology() {
+  const b = new StreamsBuilder();
+  b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream().to('out');
+  return b.build();
+}
+
+async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('stopping the runtime', () => {
+  it('finishes within stopTimeoutMs when the last commit hangs (broker gone), closing the Kafka clients', async () => {
+    const broker = new FakeBroker();
+    broker.createTopic('in', 1);
+    broker.createTopic('out', 1);
+    const ports = fakePorts(broker, 'app');
+    // Kafka is gone: every EndTxn hangs the way kafkajs retries against a dead broker.
+    const created: TaskProducer[] = [];
+    const create = ports.producers.create.bind(ports.producers);
+    ports.producers.create = (id) => {
+      const producer = create(id);
+      producer.commit = () => new Promise<void>(() => undefined);
+      created.push(producer);
+      return producer;
+    };
+    let portsClosed = false;
+    ports.close = async () => { portsClosed = true; };
+    const engine = createInMemoryStoreEngine(); // the caller's: the runtime does not close it
+    const runtime = createRuntime({
+      brokers: '127.0.0.1:1', applicationId: 'app', logLevel: 'silent', topology: countTopology(),
+      ports, storeEngine: engine, commitIntervalMs: 3_600_000, stopTimeoutMs: 300,
+    });
+    await runtime.start();
+    ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await waitFor(() => runtime.localTasks()[0]?.state === 'RUNNING');
+    send(broker, 'in', 0, 'a', 'x');
+    ports.consumer.deliver();
+    const task = runtime.localTasks()[0] as StreamTask;
+    await waitFor(() => task.hasUncommitted());
+
+    const started = Date.now();
+    await runtime.stop();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(runtime.state).toBe('STOPPED');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300); // it did wait for the graceful part first
+    expect(broker.calls.at(-1)).toBe('sendOffsets'); // the last commit reached EndTxn, which hangs
+    expect(portsClosed).toBe(true);
+    expect(created).toHaveLength(1);
+    await engine.close();
+  });
+});
