@@ -6,6 +6,7 @@ import type { QueryEngine } from '../query/query-engine.js';
 import type { KeyLookup, PartitionOutcome, QueryOptions } from '../query/query-types.js';
 import type { StateProvider } from '../query/state-provider.js';
 import type { Bytes } from '../store/types.js';
+import { FORWARDED_HEADER, forwardKeys } from './forward-keys.js';
 import type { ResolvedGatewayOptions } from './gateway-options.js';
 import { loaderSignature } from './query-args.js';
 
@@ -21,7 +22,7 @@ export interface GatewayContext {
   /** One loader per distinct read options, created on first use and dropped with the request. */
   readonly keyLoaders: Map<string, DataLoader<Bytes, KeyAnswer, string>>;
   /** Yoga's initial context adds the request; its signal aborts when the client goes away. */
-  readonly request?: { readonly signal?: AbortSignal };
+  readonly request?: { readonly signal?: AbortSignal; readonly headers?: { get(name: string): string | null } };
 }
 
 /**
@@ -38,10 +39,11 @@ export function keyLoader(context: GatewayContext, options: QueryOptions): DataL
       async (keys) => {
         const result = await context.engine.getMany(options, keys);
         const outcomes = new Map(result.partitions.map((outcome) => [outcome.partition, outcome]));
-        return result.lookups.map((lookup) => ({
+        const answers = result.lookups.map((lookup) => ({
           lookup,
           outcome: outcomes.get(lookup.partition) ?? { partition: lookup.partition, ...(lookup.failure === undefined ? {} : { failure: lookup.failure }) },
         }));
+        return forwardRemote(context, options, answers);
       },
       // Buffers are compared by content; latin1 maps bytes 1:1 onto a string.
       { cacheKeyFn: (key) => key.toString('latin1'), maxBatchSize: context.options.maxPageSize },
@@ -49,4 +51,33 @@ export function keyLoader(context: GatewayContext, options: QueryOptions): DataL
     context.keyLoaders.set(signature, loader);
   }
   return loader;
+}
+
+/**
+ * Replaces the answers of keys whose partition another instance hosts (NOT_PRESENT with an
+ * owner) by that owner's, one POST per owner (forward-keys.ts). A request that was itself
+ * forwarded keeps its NOT_PRESENT answers: one hop at most, so no loops.
+ */
+async function forwardRemote(context: GatewayContext, options: QueryOptions, answers: KeyAnswer[]): Promise<KeyAnswer[]> {
+  const byOwner = new Map<string, number[]>();
+  answers.forEach((answer, index) => {
+    const failure = answer.lookup.failure;
+    if (failure?.reason !== 'NOT_PRESENT' || failure.owner === undefined) return;
+    let list = byOwner.get(failure.owner);
+    if (list === undefined) byOwner.set(failure.owner, (list = []));
+    list.push(index);
+  });
+  if (byOwner.size === 0 || context.request?.headers?.get(FORWARDED_HEADER) != null) return answers;
+  const store = context.engine.store(options.store);
+  await Promise.all(
+    [...byOwner].map(async ([owner, indexes]) => {
+      const keys = indexes.map((i) => answers[i]!.lookup.key);
+      const partitions = indexes.map((i) => answers[i]!.lookup.partition);
+      const forwarded = await forwardKeys(owner, store, options, keys, partitions, context.options.forwardTimeoutMs);
+      indexes.forEach((i, j) => {
+        answers[i] = forwarded[j]!;
+      });
+    }),
+  );
+  return answers;
 }

@@ -24,6 +24,11 @@ export interface GatewayOptions {
   readonly maxTokens?: number;
   /** Events buffered per slow subscriber before its subscription ends. Default 10 000. */
   readonly maxBufferedEvents?: number;
+  /**
+   * How long a `get`/`getMany` key forwarded to the instance hosting its partition may take,
+   * on top of the request's boundTimeoutMs, before it fails FORWARD_FAILED. Default 5 000.
+   */
+  readonly forwardTimeoutMs?: number;
   /** Default true. */
   readonly graphiql?: boolean;
   /** Default '/graphql'. */
@@ -57,13 +62,14 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     maxDirectives: options.maxDirectives ?? 20,
     maxTokens: options.maxTokens ?? 2000,
     maxBufferedEvents: options.maxBufferedEvents ?? 10_000,
+    forwardTimeoutMs: options.forwardTimeoutMs ?? 5_000,
     graphiql: options.graphiql ?? true,
     graphqlEndpoint: options.graphqlEndpoint ?? '/graphql',
     schemaPath: options.schemaPath,
     logging: options.logging ?? true,
     onPartitionError: options.onPartitionError ?? ((options.logging ?? true) ? logPartitionError : () => undefined),
   };
-  for (const name of ['maxPageSize', 'defaultPageSize', 'maxDepth', 'maxCost', 'maxAliases', 'maxDirectives', 'maxTokens', 'maxBufferedEvents'] as const) {
+  for (const name of ['maxPageSize', 'defaultPageSize', 'maxDepth', 'maxCost', 'maxAliases', 'maxDirectives', 'maxTokens', 'maxBufferedEvents', 'forwardTimeoutMs'] as const) {
     const value = resolved[name];
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`gateway option ${name} must be a positive integer, got ${String(value)}`);
   }
