@@ -22,7 +22,8 @@ import type { ProcessingOptions } from './processing-options.js';
 import { RestoreCancelled, restoreTaskStores, type RestoreProgress } from './restore-task-stores.js';
 import { FatalTaskError, StreamTask, type CommitOutcome, type CommitStep, type TaskLogger } from './stream-task.js';
 import type { Topology } from './topology.js';
-import { changelogTopic, internalTopic, taskIdFor, transactionalIdFor } from './topic-names.js';
+import { planSubTopologies, sinkTopicsOf, type SubTopologyPlan } from './sub-topology-plan.js';
+import { taskIdFor, transactionalIdFor } from './topic-names.js';
 
 export interface TaskManagerLogger extends TaskLogger {
   error(fields: Record<string, unknown>, message: string): void;
@@ -50,15 +51,6 @@ export interface TaskManagerDeps {
   readonly clock?: () => number;
 }
 
-interface SubTopologyPlan {
-  readonly id: number;
-  readonly sourceTopics: readonly string[];
-  readonly sourcesByTopic: ReadonlyMap<string, readonly string[]>;
-  readonly changelogTopics: ReadonlyMap<string, string>;
-  /** The topic in the task's transactionalId (`<appId>-<topic>-<partition>`): see transactionalTopic. */
-  readonly transactionalTopic: string;
-}
-
 export interface LocalTaskInfo {
   readonly task: StreamTask;
   readonly subTopologyId: number;
@@ -68,7 +60,7 @@ export class TaskManager implements ConsumerHandlers {
   private readonly clock: () => number;
   private readonly plans: SubTopologyPlan[];
   private readonly planOfTopic = new Map<string, SubTopologyPlan>();
-  private readonly sinkTopics = new Map<string, string>();
+  private readonly sinkTopics: ReadonlyMap<string, string>;
   /** Assigned tasks by id (revoked ones leave this map at once). */
   readonly tasks = new Map<string, StreamTask>();
   private readonly taskOfPartition = new Map<string, StreamTask>();
@@ -99,29 +91,9 @@ export class TaskManager implements ConsumerHandlers {
     this.clock = deps.clock ?? Date.now;
     const { topology, options } = deps;
     const appId = options.applicationId;
-    this.plans = topology.subTopologies.map((sub) => {
-      const sourcesByTopic = new Map<string, string[]>();
-      const declared = new Map<string, string>();
-      for (const name of sub.nodes) {
-        const node = topology.nodes.get(name);
-        if (node?.kind !== 'source') continue;
-        const topic = node.internal ? internalTopic(appId, node.topic) : node.topic;
-        sourcesByTopic.set(topic, [...(sourcesByTopic.get(topic) ?? []), name]);
-        declared.set(topic, node.topic);
-      }
-      const changelogTopics = new Map(sub.stores.map((s) => [s, changelogTopic(appId, s)] as const));
-      const sourceTopics = [...sourcesByTopic.keys()].sort();
-      // `<appId>-<topic>-<partition>` with the topic as declared: an internal topic's resolved name
-      // already carries the app id, which would give `<appId>-<appId>-words-repartition-<p>`.
-      // Unique per sub-topology, because the topology builder rejects a declared topic name that
-      // is a source of two sub-topologies, internal or not.
-      const transactionalTopic = declared.get(sourceTopics[0] ?? '') ?? '';
-      return { id: sub.id, sourceTopics, sourcesByTopic, changelogTopics, transactionalTopic };
-    });
+    this.plans = planSubTopologies(topology, appId);
     for (const plan of this.plans) for (const topic of plan.sourceTopics) this.planOfTopic.set(topic, plan);
-    for (const node of topology.nodes.values()) {
-      if (node.kind === 'sink') this.sinkTopics.set(node.name, node.internal ? internalTopic(appId, node.topic) : node.topic);
-    }
+    this.sinkTopics = sinkTopicsOf(topology, appId);
     this.control = new ControlQueue(options.maxConcurrentControlOps, (op, error) => {
       this.deps.logger.error({ op: op.key, err: error }, 'control operation failed');
     }, this.clock, (waitMs) => deps.events.onControlWait?.(waitMs));
