@@ -9,7 +9,15 @@ import { parseProcessingOptions, processingOptionsSchema, type ProcessingOptions
 
 /** An absolute http(s) URL (the GraphQL endpoint, path included). */
 export function advertisedUrlSchema() {
-  return z.string().url().refine((value) => /^https?:$/.test(new URL(value).protocol), { message: 'advertisedUrl must be an http or https URL' });
+  return z.string().url().refine(isHttpUrl, { message: 'advertisedUrl must be an absolute http or https URL' });
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(value).protocol);
+  } catch {
+    return false; // zod's url() and WHATWG URL disagree on a few inputs
+  }
 }
 
 export const runtimeOptionsSchema = processingOptionsSchema.extend({
