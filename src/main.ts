@@ -19,6 +19,9 @@
  *   IQGATE_GUARANTEE             exactly_once | at_least_once (default exactly_once)
  *   IQGATE_DEMO_LINES_PER_SECOND 20 (0 disables the generator)
  *   IQGATE_LOG_LEVEL             info
+ *   IQGATE_ADVERTISED_URL        this instance's GraphQL URL as other instances reach it
+ *                                (e.g. http://10.0.0.5:4000/graphql); set it on every instance
+ *                                of a group and each forwards key lookups to the owner
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,6 +47,7 @@ const envSchema = z.object({
   IQGATE_OUTPUT_TOPIC: z.string().min(1).default('wordcount-output'),
   IQGATE_GUARANTEE: z.enum(['exactly_once', 'at_least_once']).default('exactly_once'),
   IQGATE_DEMO_LINES_PER_SECOND: z.coerce.number().int().min(0).max(100_000).default(20),
+  IQGATE_ADVERTISED_URL: z.string().url().optional(),
   IQGATE_LOG_LEVEL: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
 });
 
@@ -116,6 +120,7 @@ async function main(): Promise<void> {
       stateDir,
       processingGuarantee: env.IQGATE_GUARANTEE,
       logLevel: env.IQGATE_LOG_LEVEL,
+      ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
     });
     stops.push(() => runtime.stop());
     runtime.done.catch((error: unknown) => {
