@@ -28,7 +28,32 @@ const require = createRequire(import.meta.url);
 const Batch = require('kafkajs/src/consumer/batch') as BatchConstructor;
 const READ_COMMITTED = 1;
 
-interface FetchPartition { partition: number; errorCode: number; highWatermark: string }
+interface FetchPartition { partition: number; errorCode: number; highWatermark: string; messages?: RawFetchedMessage[] }
+
+/** A decoded record of a Fetch response, before kafkajs' Batch filters it. */
+export interface RawFetchedMessage {
+  readonly offset: string;
+  readonly batchContext?: { readonly firstOffset: string; readonly lastOffsetDelta: number };
+}
+
+/**
+ * Where to read next when a fetch at `position` shows nothing at or after it. A compacted
+ * changelog keeps each record batch's offset span while the cleaner removes records from it, so
+ * the broker can answer a fetch at `position` with a batch whose remaining records all lie below
+ * `position` (the rest of its span compacted away): continue after that batch's last offset
+ * (first offset + last offset delta). Only when no batch reaches `position` is nothing left
+ * below the LSO, and the restore is at `end`.
+ */
+export function nextPositionWhenEmpty(messages: readonly RawFetchedMessage[], position: number, end: number): number {
+  let next = position;
+  for (const message of messages) {
+    const context = message.batchContext;
+    if (context === undefined) continue;
+    const afterBatch = Number(context.firstOffset) + context.lastOffsetDelta + 1;
+    if (afterBatch > next) next = afterBatch;
+  }
+  return next > position ? next : end;
+}
 interface FetchResponse { responses: Array<{ topicName: string; partitions: FetchPartition[] }> }
 
 export class KafkaChangelogReader implements ChangelogReaderPort {
@@ -66,6 +91,7 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
     let failures = 0;
     while (position < end) {
       let batch: KafkajsBatch;
+      let rawMessages: RawFetchedMessage[] = [];
       try {
         await this.cluster.addTargetTopic(tp.topic);
         const leaders = this.cluster.findLeaderForPartitions(tp.topic, [tp.partition]);
@@ -82,6 +108,7 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
         const partitionData = response.responses.find((r) => r.topicName === tp.topic)?.partitions.find((p) => p.partition === tp.partition);
         if (partitionData === undefined) throw new Error(`no data for ${tp.topic}/${tp.partition} in fetch response`);
         batch = new Batch(tp.topic, String(position), partitionData);
+        rawMessages = partitionData.messages ?? [];
         failures = 0;
       } catch (error) {
         failures += 1;
@@ -92,10 +119,11 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
         continue;
       }
       if (batch.isEmptyIncludingFiltered()) {
-        // Nothing visible at or after `position` below the LSO: the range up to `end` (an LSO taken
-        // earlier) holds nothing more. lastOffset() would be HW−1 here, which may lie past an open
-        // transaction, so it is not used.
-        position = end;
+        // Nothing visible at or after `position`: either a compacted batch's span (continue after
+        // it) or nothing more below the LSO (the range up to `end`, an LSO taken earlier, is
+        // done). lastOffset() would be HW−1 here, which may lie past an open transaction, so it is
+        // not used.
+        position = nextPositionWhenEmpty(rawMessages, position, end);
         await onChunk({ records: [], nextOffset: position });
         continue;
       }
