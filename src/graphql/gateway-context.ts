@@ -6,7 +6,8 @@ import type { QueryEngine } from '../query/query-engine.js';
 import type { KeyLookup, PartitionOutcome, QueryOptions } from '../query/query-types.js';
 import type { StateProvider } from '../query/state-provider.js';
 import type { Bytes } from '../store/types.js';
-import { FORWARDED_HEADER, forwardKeys } from './forward-keys.js';
+import { forwardKeys } from './forward-keys.js';
+import { FORWARDED_HEADER } from './forward-request.js';
 import type { ResolvedGatewayOptions } from './gateway-options.js';
 import { loaderSignature } from './query-args.js';
 
@@ -23,6 +24,11 @@ export interface GatewayContext {
   readonly keyLoaders: Map<string, DataLoader<Bytes, KeyAnswer, string>>;
   /** Yoga's initial context adds the request; its signal aborts when the client goes away. */
   readonly request?: { readonly signal?: AbortSignal; readonly headers?: { get(name: string): string | null } };
+}
+
+/** True when this request was itself forwarded by another instance: it is never forwarded again. */
+export function isForwarded(context: GatewayContext): boolean {
+  return context.request?.headers?.get(FORWARDED_HEADER) != null;
 }
 
 /**
@@ -67,7 +73,7 @@ async function forwardRemote(context: GatewayContext, options: QueryOptions, ans
     if (list === undefined) byOwner.set(failure.owner, (list = []));
     list.push(index);
   });
-  if (byOwner.size === 0 || context.request?.headers?.get(FORWARDED_HEADER) != null) return answers;
+  if (byOwner.size === 0 || isForwarded(context)) return answers;
   const store = context.engine.store(options.store);
   await Promise.all(
     [...byOwner].map(async ([owner, indexes]) => {

@@ -25,8 +25,9 @@ export interface GatewayOptions {
   /** Events buffered per slow subscriber before its subscription ends. Default 10 000. */
   readonly maxBufferedEvents?: number;
   /**
-   * How long a `get`/`getMany` key forwarded to the instance hosting its partition may take,
-   * on top of the request's boundTimeoutMs, before it fails FORWARD_FAILED. Default 5 000.
+   * How long a query forwarded to the instance hosting a partition (`get`/`getMany` keys, a
+   * `range`/`prefix` page) may take, on top of the request's boundTimeoutMs, before that
+   * owner's keys or partitions fail FORWARD_FAILED. Default 5 000.
    */
   readonly forwardTimeoutMs?: number;
   /** Default true. */

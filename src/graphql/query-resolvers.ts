@@ -5,10 +5,12 @@
  */
 import { IqgateError } from '../errors.js';
 import { encodeCursor } from '../query/cursor.js';
-import type { MergedEntry, PartitionOutcome } from '../query/query-types.js';
+import type { PartitionOutcome } from '../query/query-types.js';
 import { isServing, type StoreDescriptor } from '../query/state-provider.js';
 import { Position } from '../store/position.js';
 import type { Bytes } from '../store/types.js';
+import type { GatheredEntry } from './forward-page.js';
+import { gatherPage } from './gather-page.js';
 import { keyLoader, type GatewayContext, type KeyAnswer } from './gateway-context.js';
 import { decodeForGraphQL, encodeKey } from './key-codec.js';
 import { rangeScan, toPageRequest, toQueryOptions, type CommonArgs, type PageArgs } from './query-args.js';
@@ -22,6 +24,13 @@ function lazyKey(store: StoreDescriptor, key: Bytes): () => unknown {
 
 function lazyValue(store: StoreDescriptor, value: Bytes | undefined | null): () => unknown {
   return () => (value == null ? null : decodeForGraphQL(store.valueSerde, value));
+}
+
+/** A value the owner of its partition could not decode: the same error on the same field. */
+function failedValue(message: string): () => never {
+  return () => {
+    throw new IqgateError('DECODE_FAILED', message);
+  };
 }
 
 function partitionResult(outcome: PartitionOutcome): Record<string, unknown> {
@@ -59,10 +68,11 @@ function connection(store: StoreDescriptor, args: PageArgs, scanArgs: { from?: u
       : rangeScan(store, scanArgs.from, scanArgs.to);
   const { request, fingerprint } = toPageRequest(store, scan, args, context.options);
   const options = toQueryOptions(args, context.options, context.request?.signal);
-  return context.engine.page(options, request).then((page) => {
-    const edges = page.entries.map((entry: MergedEntry) => ({
+  // Partitions hosted elsewhere are asked of their owners and merged in (gather-page.ts).
+  return gatherPage(context, store, options, request, fingerprint).then((page) => {
+    const edges = page.entries.map((entry: GatheredEntry) => ({
       cursor: encodeCursor(fingerprint, entry.key),
-      node: { key: lazyKey(store, entry.key), value: lazyValue(store, entry.value), partition: entry.partition },
+      node: { key: lazyKey(store, entry.key), value: entry.valueError === undefined ? lazyValue(store, entry.value) : failedValue(entry.valueError), partition: entry.partition },
     }));
     const forward = request.direction === 'forward';
     return {

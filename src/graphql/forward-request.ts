@@ -1,0 +1,131 @@
+/**
+ * The one way this gateway talks to another instance: a GraphQL POST to the owner's advertised
+ * URL, marked with FORWARDED_HEADER, bounded by a time budget and the client's abort signal.
+ * Key lookups (forward-keys.ts) and scans (forward-page.ts) build their query on top of it;
+ * what an answer means is theirs to decide, how it travels and how its failures read is here.
+ */
+import type { PartitionFailure, PartitionOutcome, QueryOptions } from '../query/query-types.js';
+import { Position, type PositionJSON } from '../store/position.js';
+
+/** Marks a forwarded request; its NOT_PRESENT partitions are answered as such, never forwarded again. */
+export const FORWARDED_HEADER = 'x-iqgate-forwarded';
+
+/** A failure field as the owner reports it (`failure { reason message owner }`). */
+export interface RemoteFailure {
+  readonly reason: PartitionFailure['reason'];
+  readonly message: string;
+  readonly owner?: string | null;
+}
+
+/** A partition outcome as the owner reports it (`partitions { partition position failure executionInfo }`). */
+export interface RemotePartition {
+  readonly partition: number;
+  readonly position: PositionJSON | null;
+  readonly failure: RemoteFailure | null;
+  readonly executionInfo: string[] | null;
+}
+
+export interface RemoteError {
+  readonly message: string;
+  readonly path?: ReadonlyArray<string | number>;
+  readonly extensions?: { readonly code?: unknown };
+}
+
+export interface RemoteResponse<T> {
+  readonly data?: T | null;
+  readonly errors?: readonly RemoteError[];
+}
+
+/** Something the owner did that makes its answer unusable; its message is safe for clients. */
+export class ForwardError extends Error {}
+
+/**
+ * The time a forward may take: the gateway's forwardTimeoutMs, plus the bound wait the owner
+ * may spend before it answers (it applies boundTimeoutMs itself).
+ */
+export function forwardBudget(forwardTimeoutMs: number, options: QueryOptions): number {
+  return forwardTimeoutMs + options.boundTimeoutMs;
+}
+
+/** The read options as GraphQL variables, the same on every forwarded query. */
+export function readOptionVariables(options: QueryOptions): Record<string, unknown> {
+  return {
+    readCommitted: options.readCommitted,
+    positionBound: options.positionBound?.toJSON() ?? null,
+    boundTimeoutMs: options.boundTimeoutMs,
+    requireActive: options.requireActive,
+    allowStale: options.allowStale,
+    executionInfo: options.executionInfo,
+  };
+}
+
+/** Posts one operation to `owner`. Rejects on transport errors, timeouts, aborts and non-JSON answers. */
+export async function postForwarded<T>(
+  owner: string,
+  query: string,
+  variables: Record<string, unknown>,
+  budget: number,
+  clientSignal: AbortSignal | undefined,
+): Promise<RemoteResponse<T>> {
+  const timeout = AbortSignal.timeout(budget);
+  const signal = clientSignal === undefined ? timeout : AbortSignal.any([timeout, clientSignal]);
+  const response = await fetch(owner, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', [FORWARDED_HEADER]: '1' },
+    body: JSON.stringify({ query, variables }),
+    signal,
+  });
+  const type = response.headers.get('content-type') ?? '';
+  if (!type.includes('json')) {
+    await response.body?.cancel();
+    throw new ForwardError(`${owner} answered HTTP ${response.status} (${type || 'no content type'})`);
+  }
+  return (await response.json()) as RemoteResponse<T>;
+}
+
+/** The owner's answer had no data for `field`: a ForwardError naming its first error's code. */
+export function noDataError(owner: string, field: string, errors: readonly RemoteError[] | undefined): ForwardError {
+  const first = errors?.[0];
+  const code = typeof first?.extensions?.code === 'string' ? first.extensions.code : 'no data';
+  return new ForwardError(`${owner} answered with an error (${code}): ${first?.message ?? `no ${field} result`}`);
+}
+
+export function toFailure(remote: RemoteFailure): PartitionFailure {
+  return { reason: remote.reason, message: remote.message, ...(remote.owner == null ? {} : { owner: remote.owner }) };
+}
+
+/**
+ * The owner's outcome for `partition` as ours: its position or failure (`fallback` when it
+ * reported none), and with executionInfo, `took` (who answered, how fast) before its own steps.
+ */
+export function remoteOutcome(
+  partition: number,
+  remote: RemotePartition | undefined,
+  options: QueryOptions,
+  took: string,
+  fallback?: PartitionFailure,
+): PartitionOutcome {
+  const failure = remote?.failure == null ? fallback : toFailure(remote.failure);
+  return {
+    partition,
+    ...(remote?.position == null ? {} : { position: Position.fromJSON(remote.position) }),
+    ...(failure === undefined ? {} : { failure }),
+    ...(options.executionInfo ? { executionInfo: [took, ...(remote?.executionInfo ?? [])] } : {}),
+  };
+}
+
+/** The FORWARD_FAILED failure for everything asked of `owner`, described for clients. */
+export function forwardFailure(error: unknown, owner: string, budget: number): PartitionFailure {
+  return { reason: 'FORWARD_FAILED', message: describe(error, owner, budget), owner };
+}
+
+/** A message for clients: what went wrong, not the stack or the HTTP client's internals. */
+function describe(error: unknown, owner: string, budget: number): string {
+  if (error instanceof ForwardError) return `Forwarding failed: ${error.message}.`;
+  const name = error instanceof Error ? error.name : '';
+  if (name === 'TimeoutError') return `Forwarding to ${owner} timed out after ${budget} ms.`;
+  if (name === 'AbortError') return `Forwarding to ${owner} was abandoned: the request was aborted.`;
+  const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
+  const code = typeof cause?.code === 'string' ? cause.code : error instanceof SyntaxError ? 'invalid JSON' : 'request failed';
+  return `Forwarding to ${owner} failed: ${code}.`;
+}

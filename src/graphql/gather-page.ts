@@ -1,0 +1,55 @@
+/**
+ * Scatter-gather for range and prefix pages across instances (DESIGN.md §5, Routing): the
+ * partitions hosted here are read by the local engine, each other owner is asked for the same
+ * page of its partitions (forward-page.ts, one POST per owner, all at once and alongside the
+ * local read), and the pages are merged in key-byte order (mergePages), so the client sees
+ * the page a single instance hosting every partition would have served.
+ *
+ * Which partitions go where is decided once, up front, from the provider: a partition is
+ * either read here or asked of exactly one owner, never both, so a rebalance in between cannot
+ * return a key twice (the owner then answers NOT_PRESENT for a partition it no longer has).
+ * A request that was itself forwarded is answered from local partitions only: one hop at most.
+ */
+import { mergePages } from '../query/merge-pages.js';
+import type { PageRequest, PartitionOutcome, QueryOptions } from '../query/query-types.js';
+import type { StoreDescriptor } from '../query/state-provider.js';
+import type { Bytes } from '../store/types.js';
+import { forwardPage, type ForwardedPage } from './forward-page.js';
+import { isForwarded, type GatewayContext } from './gateway-context.js';
+
+export async function gatherPage(
+  context: GatewayContext,
+  store: StoreDescriptor,
+  options: QueryOptions,
+  request: PageRequest,
+  fingerprint: Bytes,
+): Promise<ForwardedPage> {
+  const requested = options.partitions ?? Array.from({ length: store.partitions }, (_, i) => i);
+  const byOwner = isForwarded(context) ? new Map<string, number[]>() : remotePartitions(context, store, requested);
+  if (byOwner.size === 0) return context.engine.page(options, request);
+  const remote = new Set([...byOwner.values()].flat());
+  const local = { ...options, partitions: requested.filter((p) => !remote.has(p)) };
+  const pages = await Promise.all([
+    context.engine.page(local, request),
+    ...[...byOwner].map(([owner, partitions]) => forwardPage(owner, store, options, request, fingerprint, partitions, context.options.forwardTimeoutMs)),
+  ]);
+  const merged = mergePages(pages, request);
+  const outcomes = new Map<number, PartitionOutcome>(pages.flatMap((page) => page.partitions.map((o) => [o.partition, o] as const)));
+  // In the order asked for, as a local page reports them.
+  return { entries: merged.entries, hasMore: merged.hasMore, partitions: requested.map((p) => outcomes.get(p)!) };
+}
+
+/** owner → the requested partitions it hosts, for those not hosted here and whose owner is known. */
+function remotePartitions(context: GatewayContext, store: StoreDescriptor, requested: readonly number[]): Map<string, number[]> {
+  const byOwner = new Map<string, number[]>();
+  for (const partition of requested) {
+    if (!Number.isInteger(partition) || partition < 0 || partition >= store.partitions) continue; // DOES_NOT_EXIST, locally
+    if (context.provider.localPartition(store.name, partition) !== undefined) continue;
+    const owner = context.provider.remoteOwner?.(store.name, partition);
+    if (owner === undefined) continue; // NOT_PRESENT without an owner, locally
+    let list = byOwner.get(owner);
+    if (list === undefined) byOwner.set(owner, (list = []));
+    list.push(partition);
+  }
+  return byOwner;
+}
