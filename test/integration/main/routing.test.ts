@@ -41,8 +41,38 @@ async function getMany(url: string, keys: readonly string[]): Promise<Entry[]> {
   return body.data!.getMany.entries;
 }
 
-describe('routing key queries between two instances of one application', () => {
-  it('answers every key on either instance once both own partitions', async () => {
+interface RangePage {
+  edges: Array<{ cursor: string; node: { key: string; value: { n: number } } }>;
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  partitions: Array<{ partition: number; failure: { reason: string } | null }>;
+}
+
+/** Pages through the whole store 7 entries at a time; every page scatter-gathers to the other owner. */
+async function rangeAll(url: string): Promise<RangePage['edges']> {
+  const edges: RangePage['edges'] = [];
+  let after: string | null = null;
+  for (let pages = 0; pages < 20; pages++) {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query: 'query ($after: String) { range(store: "items", first: 7, after: $after) { edges { cursor node { key value } } pageInfo { hasNextPage endCursor } partitions { partition failure { reason } } } }',
+        variables: { after },
+      }),
+    });
+    const body = (await response.json()) as { data?: { range: RangePage }; errors?: unknown[] };
+    if (body.errors !== undefined) throw new Error(`GraphQL errors: ${JSON.stringify(body.errors)}`);
+    const page = body.data!.range;
+    expect(page.partitions.filter((p) => p.failure !== null)).toEqual([]);
+    edges.push(...page.edges);
+    if (!page.pageInfo.hasNextPage) return edges;
+    after = page.pageInfo.endCursor;
+  }
+  throw new Error('more than 20 pages');
+}
+
+describe('routing queries between two instances of one application', () => {
+  it('answers every key and pages every range on either instance once both own partitions', async () => {
     const topic = uniqueName('items');
     const applicationId = uniqueName('routing');
     const kafka = testKafka();
@@ -113,6 +143,11 @@ describe('routing key queries between two instances of one application', () => {
       entries.forEach((e, i) => expect(e).toMatchObject({ value: { n: i }, found: true, failure: null }));
       // Both instances answered: keys of every partition are in the result.
       expect(new Set(entries.map((e) => e.partition))).toEqual(new Set([0, 1, 2, 3]));
+
+      // A paged range merges both instances' partitions: every key once, in key order.
+      const ranged = await rangeAll(server.url);
+      expect(ranged.map((e) => e.node.key)).toEqual(keys);
+      ranged.forEach((e, i) => expect(e.node.value).toEqual({ n: i }));
     }
   });
 });
