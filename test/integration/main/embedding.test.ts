@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime, serdes, serve, StreamsBuilder, type Runtime, type Serving } from '../../../src/index.js';
+import { postGraphQL } from '../../support/graphql.js';
 import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-embed-'));
@@ -18,12 +19,6 @@ afterAll(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-async function graphql<T>(url: string, query: string): Promise<T> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
-  const body = (await response.json()) as { data?: T; errors?: unknown[] };
-  if (body.errors !== undefined) throw new Error(`GraphQL errors: ${JSON.stringify(body.errors)}`);
-  return body.data as T;
-}
 
 describe('iqgate embedded through its public API', () => {
   it('materializes a topic as a table and serves it over GraphQL, tombstones included', async () => {
@@ -64,7 +59,7 @@ describe('iqgate embedded through its public API', () => {
     type Page = { range: { edges: Array<{ node: { key: string; value: { balance: number } } }> } };
     let page: Page | undefined;
     await waitFor(async () => {
-      page = await graphql<Page>(server.url, '{ range(store: "balances", first: 100) { edges { node { key value } } } }');
+      page = await postGraphQL<Page>(server.url, '{ range(store: "balances", first: 100) { edges { node { key value } } } }');
       return page.range.edges.length === 24 && page.range.edges.every((e) => e.node.value.balance % 10 === 3);
     }, 60_000, 100);
 
@@ -72,7 +67,7 @@ describe('iqgate embedded through its public API', () => {
     expect(page!.range.edges.map((e) => e.node.key)).toEqual(expectedKeys);
     for (const edge of page!.range.edges) expect(edge.node.value.balance).toBe(Number(edge.node.key.slice(5)) * 10 + 3);
 
-    const lookups = await graphql<{ gone: { value: unknown }; kept: { value: { balance: number } } }>(
+    const lookups = await postGraphQL<{ gone: { value: unknown }; kept: { value: { balance: number } } }>(
       server.url,
       '{ gone: get(store: "balances", key: "acct-05") { value } kept: get(store: "balances", key: "acct-07") { value } }',
     );

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { postGraphQL } from '../../support/graphql.js';
 import { kafkaBrokers, uniqueName, waitFor } from '../../support/kafka.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-main-'));
@@ -22,12 +23,6 @@ interface GetResult {
   position: Record<string, Record<string, number>> | null;
 }
 
-async function graphql<T>(url: string, query: string): Promise<T> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
-  const body = (await response.json()) as { data?: T; errors?: unknown[] };
-  if (body.errors !== undefined) throw new Error(`GraphQL errors: ${JSON.stringify(body.errors)}`);
-  return body.data as T;
-}
 
 function offsetsOf(position: GetResult['position']): number {
   let total = 0;
@@ -65,7 +60,7 @@ describe('npm start', () => {
                      live: get(store: "word-counts", key: "kafka", readCommitted: false) { value position } }`;
     let result: { committed: GetResult; live: GetResult } | undefined;
     await waitFor(async () => {
-      const latest = await graphql<{ committed: GetResult; live: GetResult }>(url!, query);
+      const latest = await postGraphQL<{ committed: GetResult; live: GetResult }>(url!, query);
       result = latest;
       return (latest.committed.value ?? 0) > 0;
     }, 60_000, 200);
@@ -73,7 +68,7 @@ describe('npm start', () => {
     expect(result!.live.value ?? 0).toBeGreaterThanOrEqual(result!.committed.value ?? 0);
     expect(offsetsOf(result!.live.position)).toBeGreaterThanOrEqual(offsetsOf(result!.committed.position));
 
-    const stores = await graphql<{ stores: Array<{ name: string; partitions: number }> }>(url!, '{ stores { name partitions } }');
+    const stores = await postGraphQL<{ stores: Array<{ name: string; partitions: number }> }>(url!, '{ stores { name partitions } }');
     expect(stores.stores).toEqual([expect.objectContaining({ name: 'word-counts', partitions: 4 })]);
 
     child.kill('SIGTERM');

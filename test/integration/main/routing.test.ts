@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime, serdes, serve, StreamsBuilder, type Runtime, type Serving } from '../../../src/index.js';
+import { postGraphQL } from '../../support/graphql.js';
 import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 
 const dirs: string[] = [];
@@ -28,17 +29,8 @@ interface Entry {
 }
 
 async function getMany(url: string, keys: readonly string[]): Promise<Entry[]> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      query: 'query ($keys: [Key!]!) { getMany(store: "items", keys: $keys) { entries { key value found partition failure { reason owner } } } }',
-      variables: { keys },
-    }),
-  });
-  const body = (await response.json()) as { data?: { getMany: { entries: Entry[] } }; errors?: unknown[] };
-  if (body.errors !== undefined) throw new Error(`GraphQL errors: ${JSON.stringify(body.errors)}`);
-  return body.data!.getMany.entries;
+  const query = 'query ($keys: [Key!]!) { getMany(store: "items", keys: $keys) { entries { key value found partition failure { reason owner } } } }';
+  return (await postGraphQL<{ getMany: { entries: Entry[] } }>(url, query, { keys })).getMany.entries;
 }
 
 interface RangePage {
@@ -52,17 +44,8 @@ async function rangeAll(url: string): Promise<RangePage['edges']> {
   const edges: RangePage['edges'] = [];
   let after: string | null = null;
   for (let pages = 0; pages < 20; pages++) {
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        query: 'query ($after: String) { range(store: "items", first: 7, after: $after) { edges { cursor node { key value } } pageInfo { hasNextPage endCursor } partitions { partition failure { reason } } } }',
-        variables: { after },
-      }),
-    });
-    const body = (await response.json()) as { data?: { range: RangePage }; errors?: unknown[] };
-    if (body.errors !== undefined) throw new Error(`GraphQL errors: ${JSON.stringify(body.errors)}`);
-    const page = body.data!.range;
+    const query = 'query ($after: String) { range(store: "items", first: 7, after: $after) { edges { cursor node { key value } } pageInfo { hasNextPage endCursor } partitions { partition failure { reason } } } }';
+    const page: RangePage = (await postGraphQL<{ range: RangePage }>(url, query, { after })).range;
     expect(page.partitions.filter((p) => p.failure !== null)).toEqual([]);
     edges.push(...page.edges);
     if (!page.pageInfo.hasNextPage) return edges;
