@@ -1,37 +1,20 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { Admin } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
 import { produceLines, runWordcount } from '../../../examples/wordcount/index.js';
-import type { Runtime } from '../../../src/runtime/runtime.js';
 import { brokers } from './brokers.js';
-import { committedCounts, createTopics, expectedCounts, mapsEqual, outputProblems, readOutput, testKafka, uniqueName } from './wordcount-harness.js';
+import { committedCounts, expectedCounts, mapsEqual, outputProblems, readOutput, uniqueName, wordcountSuite } from './wordcount-harness.js';
 
 const LINES = 3000;
 const SEED = 7;
 
 describe('wordcount under exactly-once against the real broker', () => {
-  const kafka = testKafka();
-  let admin: Admin | undefined;
-  const runtimes: Runtime[] = [];
-  const dirs: string[] = [];
-
-  afterAll(async () => {
-    for (const r of runtimes) await r.stop().catch(() => undefined);
-    await admin?.disconnect();
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
-  });
+  const { kafka, runtimes, createTopics, stateDir } = wordcountSuite();
 
   it('commits store counts equal to the counts of the input, and an output with every update exactly once', async () => {
-    admin = kafka.admin();
-    await admin.connect();
     const input = uniqueName('wc-in');
     const output = uniqueName('wc-out');
-    await createTopics(admin, [input, output], 4);
+    await createTopics([input, output], 4);
     await produceLines({ brokers: brokers(), topic: input, seed: SEED, count: LINES });
-    const dir = await mkdtemp(join(tmpdir(), 'iqgate-wc-'));
-    dirs.push(dir);
+    const dir = await stateDir('iqgate-wc-');
 
     const runtime = await runWordcount({
       brokers: brokers(), inputTopic: input, outputTopic: output, applicationId: uniqueName('wc'),

@@ -1,8 +1,12 @@
 /**
  * Shared helpers of the processing integration tests: topics, the expected model, reading the
- * read_committed output and the committed stores.
+ * read_committed output and the committed stores, and the setup of a wordcount suite.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import '../../../src/kafka/kafkajs-patches.js';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { makeLine, wordsOf } from '../../../examples/wordcount/index.js';
@@ -20,6 +24,48 @@ export function testKafka(): Kafka {
 
 export async function createTopics(admin: Admin, topics: readonly string[], partitions: number): Promise<void> {
   await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions })) });
+}
+
+export interface WordcountSuite {
+  readonly kafka: Kafka;
+  /** Runtimes to stop after the suite. */
+  readonly runtimes: Runtime[];
+  /** Connects an admin client (disconnected after the suite) and creates the topics. */
+  createTopics(topics: readonly string[], partitions: number): Promise<void>;
+  /** A new temporary state directory, deleted after the suite. */
+  stateDir(prefix: string): Promise<string>;
+}
+
+/**
+ * Call inside a describe: a Kafka client, and after all its tests stops the runtimes, disconnects
+ * the admin client and deletes the state directories.
+ */
+export function wordcountSuite(): WordcountSuite {
+  const kafka = testKafka();
+  let admin: Admin | undefined;
+  const runtimes: Runtime[] = [];
+  const dirs: string[] = [];
+
+  afterAll(async () => {
+    for (const r of runtimes) await r.stop().catch(() => undefined);
+    await admin?.disconnect();
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  return {
+    kafka,
+    runtimes,
+    createTopics: async (topics, partitions) => {
+      admin = kafka.admin();
+      await admin.connect();
+      await createTopics(admin, topics, partitions);
+    },
+    stateDir: async (prefix) => {
+      const dir = await mkdtemp(join(tmpdir(), prefix));
+      dirs.push(dir);
+      return dir;
+    },
+  };
 }
 
 /** Counts computed directly from the input lines [0, count). */

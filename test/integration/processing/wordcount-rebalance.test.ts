@@ -4,15 +4,11 @@
  * gracefully (they move back, and the first instance restores the tail the second one wrote).
  * Afterwards the output holds every count update exactly once and the stores equal the model.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { Admin } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
 import { produceLines, runWordcount } from '../../../examples/wordcount/index.js';
 import type { Runtime } from '../../../src/runtime/runtime.js';
 import { brokers } from './brokers.js';
-import { committedCounts, createTopics, expectedCounts, mapsEqual, outputProblems, readOutput, testKafka, uniqueName } from './wordcount-harness.js';
+import { committedCounts, expectedCounts, mapsEqual, outputProblems, readOutput, testKafka, uniqueName, wordcountSuite } from './wordcount-harness.js';
 
 const SEED = 31;
 
@@ -46,27 +42,15 @@ async function until(what: string, predicate: () => boolean | Promise<boolean>, 
 }
 
 describe('wordcount across a rebalance', () => {
-  const kafka = testKafka();
-  let admin: Admin | undefined;
-  const runtimes: Runtime[] = [];
-  const dirs: string[] = [];
-
-  afterAll(async () => {
-    for (const r of runtimes) await r.stop().catch(() => undefined);
-    await admin?.disconnect();
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
-  });
+  const { kafka, runtimes, createTopics, stateDir } = wordcountSuite();
 
   it('keeps exactly-once when a second instance joins and later leaves during processing', async () => {
-    admin = kafka.admin();
-    await admin.connect();
     const input = uniqueName('rb-in');
     const output = uniqueName('rb-out');
     const appId = uniqueName('rb');
-    await createTopics(admin, [input, output], 4);
+    await createTopics([input, output], 4);
     const start = async (): Promise<Runtime> => {
-      const dir = await mkdtemp(join(tmpdir(), 'iqgate-rb-'));
-      dirs.push(dir);
+      const dir = await stateDir('iqgate-rb-');
       const runtime = await runWordcount({
         brokers: brokers(), inputTopic: input, outputTopic: output, applicationId: appId, stateDir: dir,
         cacheMaxBytes: 0, logLevel: 'error', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500,

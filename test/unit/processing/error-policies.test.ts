@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isIqgateError } from '../../../src/errors.js';
 import { TopologyBuilder } from '../../../src/processing/topology.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { ErrorPolicy } from '../../../src/processing/processing-options.js';
-import { FakeBroker } from './fake-kafka.js';
-import { send, startHarness, type Harness } from './manager-harness.js';
+import type { FakeBroker } from './fake-kafka.js';
+import { send, type Harness } from './manager-harness.js';
+import { harnessesClosedAfterEach } from './processing-fixture.js';
 
 /** Counts values per key (int32 keys, so a 3-byte key is undecodable); the value "boom" makes the processor throw. */
 function topology() {
@@ -30,22 +31,11 @@ function intKeyTopology() {
   return b.build();
 }
 
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  for (const h of harnesses.splice(0)) {
-    await h.manager.closeAll();
-    await h.engine.close();
-  }
-});
+const harnesses = harnessesClosedAfterEach();
 
 async function run(policy: { deserializationErrors?: ErrorPolicy; processingErrors?: ErrorPolicy }, t = topology(), feed: (b: FakeBroker) => void): Promise<Harness> {
-  const broker = new FakeBroker();
-  broker.createTopic('in', 1);
-  const h = await startHarness({ topology: t, partitions: 1, broker, options: policy });
-  harnesses.push(h);
-  h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-  await h.manager.control.idle();
-  feed(broker);
+  const h = await harnesses.startOnInput({ topology: t, topics: ['in'], options: policy });
+  feed(h.broker);
   await h.pump();
   if (h.fatal.length === 0) await h.commitAll();
   return h;
@@ -138,12 +128,8 @@ describe('two processor errors in one transaction', () => {
 
 describe('a processor error after records of the transaction were already sent', () => {
   it('aborts the Kafka transaction, then replays without the record: nothing of the aborted attempt is visible', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    const h = await startHarness({ topology: topology(), partitions: 1, broker, options: { processingErrors: 'skip', sendAheadRecords: 1 } });
-    harnesses.push(h);
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-    await h.manager.control.idle();
+    const h = await harnesses.startOnInput({ topology: topology(), topics: ['in'], options: { processingErrors: 'skip', sendAheadRecords: 1 } });
+    const { broker } = h;
     send(broker, 'in', 0, 'k', 'a');
     send(broker, 'in', 0, 'k', 'b');
     await h.pump();

@@ -1,32 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
 import type { TaskProducer } from '../../../src/processing/ports.js';
 import type { StreamTask } from '../../../src/processing/stream-task.js';
 import { createRuntime } from '../../../src/runtime/runtime.js';
 import { createInMemoryStoreEngine } from '../../../src/store/index.js';
-import { serdes } from '../../../src/store/serdes.js';
-import { FakeBroker, fakePorts } from './fake-kafka.js';
+import { fakePorts } from './fake-kafka.js';
 import { send } from './manager-harness.js';
-
-function countTopology() {
-  const b = new StreamsBuilder();
-  b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream().to('out');
-  return b.build();
-}
-
-async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('condition not met');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+import { brokerWithTopics, countTopology, waitFor } from './processing-fixture.js';
 
 describe('stopping the runtime', () => {
   it('finishes within stopTimeoutMs when the last commit hangs (broker gone), closing the Kafka clients', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    broker.createTopic('out', 1);
+    const broker = brokerWithTopics(['in', 'out']);
     const ports = fakePorts(broker, 'app');
     // Kafka is gone: every EndTxn hangs the way kafkajs retries against a dead broker.
     const created: TaskProducer[] = [];
@@ -46,11 +29,11 @@ describe('stopping the runtime', () => {
     });
     await runtime.start();
     ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-    await waitFor(() => runtime.localTasks()[0]?.state === 'RUNNING');
+    await waitFor(() => runtime.localTasks()[0]?.state === 'RUNNING', 5000, 5);
     send(broker, 'in', 0, 'a', 'x');
     ports.consumer.deliver();
     const task = runtime.localTasks()[0] as StreamTask;
-    await waitFor(() => task.hasUncommitted());
+    await waitFor(() => task.hasUncommitted(), 5000, 5);
 
     const started = Date.now();
     await runtime.stop();

@@ -1,41 +1,30 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
+import { describe, expect, it } from 'vitest';
 import { serdes } from '../../../src/store/serdes.js';
 import { createInMemoryDatabase } from '../../../src/store/index.js';
 import { COMMIT_STEPS } from '../../../src/processing/stream-task.js';
-import { FakeBroker } from './fake-kafka.js';
 import { send, startHarness, type Harness } from './manager-harness.js';
+import { brokerWithTopics, countTopology, harnessesClosedAfterEach, waitFor } from './processing-fixture.js';
 
-function countTopology() {
-  const b = new StreamsBuilder();
-  b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream().to('out');
-  return b.build();
+const harnesses = harnessesClosedAfterEach();
+
+/** A running count task that has processed one record (a → x) it has not committed yet. */
+async function startWithUncommittedRecord(): Promise<Harness> {
+  const h = await harnesses.startOnInput();
+  send(h.broker, 'in', 0, 'a', 'x');
+  await h.pump();
+  return h;
 }
-
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  for (const h of harnesses.splice(0)) {
-    await h.manager.closeAll();
-    await h.engine.close();
-  }
-});
 
 describe('the commit protocol of a task', () => {
   it('runs flush → send → offsets → Kafka commit → store commit, in that order, and the store commit only after Kafka', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    broker.createTopic('out', 1);
     const committedAt = new Map<string, number | undefined>();
-    const h = await startHarness({
-      topology: countTopology(), partitions: 1, broker,
+    const h = await harnesses.startOnInput({
       onCommitStep: (step, taskId, harness) => {
         const task = harness.manager.localTasks().find((t) => t.id === taskId);
         committedAt.set(step, task?.stores?.store('counts').committedPosition().offset('in', 0));
       },
     });
-    harnesses.push(h);
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-    await h.manager.control.idle();
+    const { broker } = h;
     for (let i = 0; i < 5; i += 1) send(broker, 'in', 0, 'a', `x${i}`);
     await h.pump();
     broker.calls.length = 0;
@@ -55,27 +44,15 @@ describe('the commit protocol of a task', () => {
   });
 
   it('keeps uncommitted writes out of the committed store until the commit', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    broker.createTopic('out', 1);
-    const h = await startHarness({ topology: countTopology(), partitions: 1, broker });
-    harnesses.push(h);
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-    await h.manager.control.idle();
-    send(broker, 'in', 0, 'a', 'x');
-    await h.pump();
+    const h = await startWithUncommittedRecord();
     expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
     expect(await h.counts('counts', 0, true)).toEqual(new Map());
-    expect(broker.readCommitted('out', 0, 0).records).toEqual([]);
+    expect(h.broker.readCommitted('out', 0, 0).records).toEqual([]);
   });
 
   it('repairs a commit that failed after the Kafka commit: the task re-initialises and restore replays the committed tail', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    broker.createTopic('out', 1);
     let failOnce = true;
-    const h = await startHarness({
-      topology: countTopology(), partitions: 1, broker,
+    const h = await harnesses.startOnInput({
       onCommitStep: (step) => {
         if (step === 'after-kafka-commit' && failOnce) {
           failOnce = false;
@@ -83,9 +60,7 @@ describe('the commit protocol of a task', () => {
         }
       },
     });
-    harnesses.push(h);
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-    await h.manager.control.idle();
+    const { broker } = h;
     for (let i = 0; i < 3; i += 1) send(broker, 'in', 0, 'a', 'x');
     await h.pump();
     await h.commitAll();
@@ -104,15 +79,7 @@ describe('the commit protocol of a task', () => {
   });
 
   it('aborts a commit whose send fails: the store stays at the last commit and the records are processed again', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    broker.createTopic('out', 1);
-    const h = await startHarness({ topology: countTopology(), partitions: 1, broker });
-    harnesses.push(h);
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-    await h.manager.control.idle();
-    send(broker, 'in', 0, 'a', 'x');
-    await h.pump();
+    const h = await startWithUncommittedRecord();
     h.failures.send = true;
     await h.commitAll();
     h.failures.send = false;
@@ -122,13 +89,11 @@ describe('the commit protocol of a task', () => {
     await h.pump();
     await h.commitAll();
     expect(await h.counts('counts', 0)).toEqual(new Map([['a', 1]]));
-    expect(broker.readCommitted('out', 0, 0).records).toHaveLength(1);
+    expect(h.broker.readCommitted('out', 0, 0).records).toHaveLength(1);
   });
 
   it('restores only the changelog tail after a restart on the same committed data', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    broker.createTopic('out', 1);
+    const broker = brokerWithTopics(['in', 'out']);
     const database = createInMemoryDatabase();
     const first = await startHarness({ topology: countTopology(), partitions: 1, broker, database });
     first.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
@@ -139,8 +104,7 @@ describe('the commit protocol of a task', () => {
     await first.manager.closeAll();
     await first.engine.close();
 
-    const second = await startHarness({ topology: countTopology(), partitions: 1, broker, database });
-    harnesses.push(second);
+    const second = await harnesses.start({ topology: countTopology(), partitions: 1, broker, database });
     second.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
     await second.manager.control.idle();
     expect(second.restores.filter((r) => r.done).map((r) => r.restored)).toEqual([0]);
@@ -148,23 +112,10 @@ describe('the commit protocol of a task', () => {
   });
 });
 
-async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('condition not met');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 describe('at-least-once', () => {
   it('commits input offsets through the consumer, with no transaction, then the store', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    broker.createTopic('out', 1);
-    const h = await startHarness({ topology: countTopology(), partitions: 1, broker, options: { processingGuarantee: 'at_least_once' } });
-    harnesses.push(h);
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-    await h.manager.control.idle();
+    const h = await harnesses.startOnInput({ options: { processingGuarantee: 'at_least_once' } });
+    const { broker } = h;
     send(broker, 'in', 0, 'a', 'x');
     send(broker, 'in', 0, 'a', 'y');
     await h.pump();
@@ -179,13 +130,8 @@ describe('at-least-once', () => {
 
 describe('the uncommitted-bytes limit (KIP-892)', () => {
   it('stops processing when the limit is crossed and commits early, long before the commit interval', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    broker.createTopic('out', 1);
-    const h = await startHarness({ topology: countTopology(), partitions: 1, broker, uncommittedMaxBytes: 2_000 });
-    harnesses.push(h);
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-    await h.manager.control.idle();
+    const h = await harnesses.startOnInput({ uncommittedMaxBytes: 2_000 });
+    const { broker } = h;
     for (let i = 0; i < 300; i += 1) send(broker, 'in', 0, `key-${i}`, 'x');
     h.ports.consumer.deliver();
     const task = h.manager.localTasks()[0];

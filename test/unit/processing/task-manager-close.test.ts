@@ -1,14 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
-import { serdes } from '../../../src/store/serdes.js';
-import { FakeBroker } from './fake-kafka.js';
 import { send, startHarness } from './manager-harness.js';
-
-function countTopology() {
-  const b = new StreamsBuilder();
-  b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream().to('out');
-  return b.build();
-}
+import { brokerWithTopics, countTopology } from './processing-fixture.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -16,9 +8,7 @@ afterEach(() => {
 
 describe('closing the task manager', () => {
   it('clears the re-open timer of a task whose commit failed, so nothing outlives it', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', 1);
-    broker.createTopic('out', 1);
+    const broker = brokerWithTopics(['in', 'out']);
     const h = await startHarness({ topology: countTopology(), partitions: 1, broker });
     h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
     await h.manager.control.idle();

@@ -1,32 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
-import { serdes } from '../../../src/store/serdes.js';
-import { FakeBroker } from './fake-kafka.js';
-import { send, startHarness, type Harness } from './manager-harness.js';
+import { describe, expect, it } from 'vitest';
+import { send } from './manager-harness.js';
+import { brokerWithTopics, countTopology, harnessesClosedAfterEach } from './processing-fixture.js';
 
 const PARTITIONS = 1000;
 
-function countTopology() {
-  const b = new StreamsBuilder();
-  b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream().to('out');
-  return b.build();
-}
-
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  for (const h of harnesses.splice(0)) {
-    await h.manager.closeAll();
-    await h.engine.close();
-  }
-});
+const harnesses = harnessesClosedAfterEach();
 
 describe('1000 tasks in one process', () => {
   it('opens, processes, commits and revokes 1000 tasks in seconds, through one coalescing control queue', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('in', PARTITIONS);
-    broker.createTopic('out', PARTITIONS);
-    const h = await startHarness({ topology: countTopology(), partitions: PARTITIONS, broker });
-    harnesses.push(h);
+    const broker = brokerWithTopics(['in', 'out'], PARTITIONS);
+    const h = await harnesses.start({ topology: countTopology(), partitions: PARTITIONS, broker });
     const all = Array.from({ length: PARTITIONS }, (_, partition) => ({ topic: 'in', partition }));
 
     let started = Date.now();

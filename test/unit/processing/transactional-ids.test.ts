@@ -1,26 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
 import { serdes } from '../../../src/store/serdes.js';
 import { buildWordcountTopology } from '../../../examples/wordcount/index.js';
-import { FakeBroker } from './fake-kafka.js';
-import { startHarness, type Harness } from './manager-harness.js';
+import { brokerWithTopics, harnessesClosedAfterEach } from './processing-fixture.js';
 
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  for (const h of harnesses.splice(0)) {
-    await h.manager.closeAll();
-    await h.engine.close();
-  }
-});
+const harnesses = harnessesClosedAfterEach();
 
 describe('transactional ids', () => {
   it('are <appId>-<topic>-<partition>, without a second app-id prefix for repartition tasks', async () => {
-    const broker = new FakeBroker();
-    broker.createTopic('lines', 1);
-    broker.createTopic('app-words-repartition', 1);
-    broker.createTopic('counts', 1);
-    const h = await startHarness({ topology: buildWordcountTopology({ inputTopic: 'lines', outputTopic: 'counts' }), partitions: 1, broker });
-    harnesses.push(h);
+    const broker = brokerWithTopics(['lines', 'app-words-repartition', 'counts']);
+    const h = await harnesses.start({ topology: buildWordcountTopology({ inputTopic: 'lines', outputTopic: 'counts' }), partitions: 1, broker });
     h.ports.consumer.assign([{ topic: 'lines', partition: 0 }, { topic: 'app-words-repartition', partition: 0 }]);
     await h.manager.control.idle();
     expect(broker.calls.filter((c) => c.startsWith('init:')).sort()).toEqual(['init:app-lines-0', 'init:app-words-repartition-0']);

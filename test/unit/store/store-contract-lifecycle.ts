@@ -2,50 +2,36 @@
  * Lifecycle: positions, events, changelog offsets, crash and reopen, commit needed, record cache, bad input.
  * Part of the store contract suite (store-contract.ts).
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Position, serdes } from '../../../src/store/index.js';
-import type { FlushedChange, StoreChangeEvent, StoreEngine, TaskStores } from '../../../src/store/index.js';
-import { STORES, expectCode } from './store-contract-support.js';
-import { b, collect, source, type EngineHarness, type HarnessFactory } from './store-harness.js';
+import type { FlushedChange, StoreChangeEvent } from '../../../src/store/index.js';
+import { STORES, expectCode, openTaskForEachTest } from './store-contract-support.js';
+import { b, collect, source, type HarnessFactory } from './store-harness.js';
 
 export function describeLifecycleContract(factory: HarnessFactory): void {
-  let harness: EngineHarness;
-  let engine: StoreEngine;
-  let task: TaskStores;
-
-  beforeEach(async () => {
-    harness = await factory();
-    engine = await harness.open();
-    task = await engine.openTask('task-0', STORES);
-  });
-
-  afterEach(async () => {
-    await harness.cleanup();
-  });
+  const fx = openTaskForEachTest(factory);
 
   describe('positions, events and offsets', () => {
     it('keeps committed and uncommitted positions apart and persists the committed one with the data', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       store.put(b('a'), b('1'), source(5, 'in', 0));
       store.put(b('b'), b('1'), source(3, 'in', 1));
       store.put(b('c'), b('1'), source(2, 'in', 0)); // lower offset: the maximum stays
       expect(store.uncommittedPosition().toJSON()).toEqual({ in: { '0': 5, '1': 3 } });
       expect(store.committedPosition().isEmpty()).toBe(true);
-      await task.commit({ counts: 42 });
+      await fx.task.commit({ counts: 42 });
       expect(store.committedPosition().toJSON()).toEqual({ in: { '0': 5, '1': 3 } });
       store.delete(b('a'), source(6, 'in', 0));
       expect(store.committedPosition().toJSON()).toEqual({ in: { '0': 5, '1': 3 } });
       expect(store.uncommittedPosition().toJSON()).toEqual({ in: { '0': 6, '1': 3 } });
-      expect(task.store('other').committedPosition().isEmpty()).toBe(true);
-      expect(task.changelogOffsets()).toEqual({ counts: 42 });
+      expect(fx.task.store('other').committedPosition().isEmpty()).toBe(true);
+      expect(fx.task.changelogOffsets()).toEqual({ counts: 42 });
 
-      await engine.close();
-      engine = await harness.open();
-      task = await engine.openTask('task-0', STORES);
-      const reopened = task.store('counts');
+      await fx.reopen();
+      const reopened = fx.task.store('counts');
       expect(reopened.committedPosition().toJSON()).toEqual({ in: { '0': 5, '1': 3 } });
       expect(reopened.uncommittedPosition().toJSON()).toEqual({ in: { '0': 5, '1': 3 } });
-      expect(task.changelogOffsets()).toEqual({ counts: 42 });
+      expect(fx.task.changelogOffsets()).toEqual({ counts: 42 });
       const view = reopened.view({ readCommitted: true });
       expect(view.position.toJSON()).toEqual({ in: { '0': 5, '1': 3 } });
       expect(await collect(view.range())).toEqual(['a=1', 'b=1', 'c=1']);
@@ -53,13 +39,13 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
     });
 
     it('changelog offsets absent from a commit keep their previous value', async () => {
-      await task.commit({ counts: 7, other: 1 });
-      await task.commit({ other: 3 });
-      expect(task.changelogOffsets()).toEqual({ counts: 7, other: 3 });
+      await fx.task.commit({ counts: 7, other: 1 });
+      await fx.task.commit({ other: 3 });
+      expect(fx.task.changelogOffsets()).toEqual({ counts: 7, other: 3 });
     });
 
     it('subscribers get uncommitted events on flush and committed events after the commit', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       const events: StoreChangeEvent[] = [];
       const unsubscribe = store.subscribe((event) => events.push(event));
       expect(store.listenerCount()).toBe(1);
@@ -67,7 +53,7 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
       store.put(b('a'), b('2'), source(2));
       store.delete(b('b'), source(3));
       expect(events).toEqual([]);
-      task.flush();
+      fx.task.flush();
       expect(events).toHaveLength(1);
       expect(events[0]!.kind).toBe('uncommitted');
       expect(events[0]!.changes.map((c) => [c.key.toString(), c.value?.toString() ?? null])).toEqual([
@@ -75,7 +61,7 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
         ['b', null],
       ]);
       expect(events[0]!.position.toJSON()).toEqual({ input: { '0': 3 } });
-      await task.commit({});
+      await fx.task.commit({});
       expect(events).toHaveLength(2);
       expect(events[1]!.kind).toBe('committed');
       expect(events[1]!.changes.map((c) => [c.key.toString(), c.value?.toString() ?? null])).toEqual([
@@ -86,16 +72,16 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
       unsubscribe();
       expect(store.listenerCount()).toBe(0);
       store.put(b('c'), b('1'), source(4));
-      await task.commit({});
+      await fx.task.commit({});
       expect(events).toHaveLength(2);
     });
 
     it('a subscriber that throws breaks neither the flush nor the commit, nor the other subscribers', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
       try {
         const flushed: FlushedChange[] = [];
-        task.onFlush((changes) => flushed.push(...changes));
+        fx.task.onFlush((changes) => flushed.push(...changes));
         const failure = new Error('subscriber bug');
         store.subscribe(() => {
           throw failure;
@@ -103,14 +89,14 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
         const events: string[] = [];
         store.subscribe((event) => events.push(event.kind));
         store.put(b('a'), b('1'), source(1));
-        task.flush();
+        fx.task.flush();
         expect(flushed.map((c) => c.key.toString())).toEqual(['a']);
-        await task.commit({ counts: 1 });
+        await fx.task.commit({ counts: 1 });
         store.put(b('b'), b('1'), source(2));
-        await task.commit({ counts: 2 });
+        await fx.task.commit({ counts: 2 });
         expect(events).toEqual(['uncommitted', 'committed', 'uncommitted', 'committed']);
         expect(store.committedPosition().toJSON()).toEqual({ input: { '0': 2 } });
-        expect(task.uncommittedBytes()).toBe(0);
+        expect(fx.task.uncommittedBytes()).toBe(0);
         const view = store.view({ readCommitted: true });
         expect(await collect(view.range())).toEqual(['a=1', 'b=1']);
         await view.close();
@@ -122,31 +108,31 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
 
     it('flush hands dirty entries to the flush listener once per key, in order of their latest write', async () => {
       const flushed: FlushedChange[][] = [];
-      task.onFlush((changes) => flushed.push([...changes]));
-      const store = task.store('counts');
+      fx.task.onFlush((changes) => flushed.push([...changes]));
+      const store = fx.task.store('counts');
       store.put(b('x'), b('1'), source(1));
       store.put(b('y'), b('1'), source(2));
       store.put(b('x'), b('2'), source(3));
       store.delete(b('z'), source(4));
-      task.flush();
+      fx.task.flush();
       expect(flushed).toHaveLength(1);
       expect(flushed[0]!.map((c) => [c.storeName, c.partition, c.key.toString(), c.value?.toString() ?? null, c.source.offset])).toEqual([
         ['counts', 0, 'y', '1', 2],
         ['counts', 0, 'x', '2', 3],
         ['counts', 0, 'z', null, 4],
       ]);
-      task.flush();
+      fx.task.flush();
       expect(flushed).toHaveLength(1);
       store.put(b('w'), b('1'), source(5));
-      await task.commit({}); // commit flushes
+      await fx.task.commit({}); // commit flushes
       expect(flushed).toHaveLength(2);
     });
 
     it('restore applies changelog records to the committed store with their offset and position', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       store.put(b('a'), b('uncommitted'), source(1));
-      await task.restore('counts', [{ key: b('a'), value: b('r1') }, { key: b('b'), value: b('r2') }, { key: b('b'), value: null }], 11, Position.fromJSON({ input: { '0': 9 } }));
-      expect(task.changelogOffsets()).toEqual({ counts: 11 });
+      await fx.task.restore('counts', [{ key: b('a'), value: b('r1') }, { key: b('b'), value: b('r2') }, { key: b('b'), value: null }], 11, Position.fromJSON({ input: { '0': 9 } }));
+      expect(fx.task.changelogOffsets()).toEqual({ counts: 11 });
       const committed = store.view({ readCommitted: true });
       expect(await collect(committed.range())).toEqual(['a=r1']);
       expect(committed.position.toJSON()).toEqual({ input: { '0': 9 } });
@@ -157,17 +143,15 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
 
   describe('crash and reopen', () => {
     it('reopening shows exactly the last completed commit and nothing uncommitted', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       store.put(b('a'), b('1'), source(1));
-      await task.commit({ counts: 1 });
+      await fx.task.commit({ counts: 1 });
       store.put(b('a'), b('2'), source(2));
       store.put(b('b'), b('2'), source(3));
-      task.flush();
+      fx.task.flush();
       store.put(b('c'), b('3'), source(4));
-      await engine.close(); // no commit: like a crash, as far as the committed store goes
-      engine = await harness.open();
-      task = await engine.openTask('task-0', STORES);
-      const reopened = task.store('counts');
+      await fx.reopen(); // no commit: like a crash, as far as the committed store goes
+      const reopened = fx.task.store('counts');
       expect(reopened.get(b('a'))?.toString()).toBe('1');
       expect(reopened.get(b('b'))).toBeUndefined();
       for (const readCommitted of [true, false]) {
@@ -175,20 +159,17 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
         expect(await collect(view.range())).toEqual(['a=1']);
         await view.close();
       }
-      expect(task.changelogOffsets()).toEqual({ counts: 1 });
+      expect(fx.task.changelogOffsets()).toEqual({ counts: 1 });
     });
   });
 
   describe('commit needed', () => {
     it('fires when uncommitted bytes pass the limit, and committing on the signal keeps them within one record of it', async () => {
-      await harness.cleanup();
-      harness = await factory();
       const limit = 20_000;
-      engine = await harness.open({ uncommittedMaxBytes: limit, cacheMaxBytes: 4_000 });
-      task = await engine.openTask('task-0', STORES);
-      const store = task.store('counts');
+      await fx.restart({ uncommittedMaxBytes: limit, cacheMaxBytes: 4_000 });
+      const store = fx.task.store('counts');
       let signals = 0;
-      engine.onCommitNeeded((bytes) => {
+      fx.engine.onCommitNeeded((bytes) => {
         signals++;
         expect(bytes).toBeGreaterThan(limit);
       });
@@ -200,28 +181,25 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
         maxRecord = Math.max(maxRecord, key.length + value.length + 64);
         const before = signals;
         store.put(key, value, source(i));
-        maxSeen = Math.max(maxSeen, engine.uncommittedBytes());
-        expect(task.uncommittedBytes()).toBe(engine.uncommittedBytes());
-        if (signals > before) await task.commit({});
+        maxSeen = Math.max(maxSeen, fx.engine.uncommittedBytes());
+        expect(fx.task.uncommittedBytes()).toBe(fx.engine.uncommittedBytes());
+        if (signals > before) await fx.task.commit({});
       }
       expect(signals).toBeGreaterThan(3);
       expect(maxSeen).toBeGreaterThan(limit);
       expect(maxSeen).toBeLessThanOrEqual(limit + maxRecord);
-      await task.commit({});
-      expect(engine.uncommittedBytes()).toBe(0);
+      await fx.task.commit({});
+      expect(fx.engine.uncommittedBytes()).toBe(0);
     });
   });
 
   describe('record cache', () => {
     it('evicting a dirty entry flushes the whole named cache, in write order, into the write batch', async () => {
-      await harness.cleanup();
-      harness = await factory();
-      engine = await harness.open({ cacheMaxBytes: 3 * (1 + 1 + 64) });
-      task = await engine.openTask('task-0', STORES);
+      await fx.restart({ cacheMaxBytes: 3 * (1 + 1 + 64) });
       const flushed: string[][] = [];
-      task.onFlush((changes) => flushed.push(changes.map((c) => `${c.storeName}:${c.key.toString()}`)));
-      const counts = task.store('counts');
-      const other = task.store('other');
+      fx.task.onFlush((changes) => flushed.push(changes.map((c) => `${c.storeName}:${c.key.toString()}`)));
+      const counts = fx.task.store('counts');
+      const other = fx.task.store('other');
       counts.put(b('a'), b('1'), source(1));
       other.put(b('z'), b('1'), source(2));
       counts.put(b('b'), b('1'), source(3));
@@ -245,18 +223,15 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
     });
 
     it('works with the cache disabled: every write goes straight to the write batch', async () => {
-      await harness.cleanup();
-      harness = await factory();
-      engine = await harness.open({ cacheMaxBytes: 0 });
-      task = await engine.openTask('task-0', STORES);
+      await fx.restart({ cacheMaxBytes: 0 });
       let flushes = 0;
-      task.onFlush(() => flushes++);
-      const store = task.store('counts');
+      fx.task.onFlush(() => flushes++);
+      const store = fx.task.store('counts');
       store.put(b('a'), b('1'), source(1));
       store.put(b('a'), b('2'), source(2));
       expect(flushes).toBe(2);
       expect(store.get(b('a'))?.toString()).toBe('2');
-      await task.commit({});
+      await fx.task.commit({});
       const view = store.view({ readCommitted: true });
       expect(await collect(view.range())).toEqual(['a=2']);
       await view.close();
@@ -265,19 +240,16 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
 
   describe('bad input', () => {
     it('rejects keys and values above the limits before anything is written', async () => {
-      await harness.cleanup();
-      harness = await factory();
-      engine = await harness.open({ maxKeyBytes: 8, maxValueBytes: 16 });
-      task = await engine.openTask('task-0', STORES);
-      const store = task.store('counts');
+      await fx.restart({ maxKeyBytes: 8, maxValueBytes: 16 });
+      const store = fx.task.store('counts');
       const flushes: unknown[] = [];
-      task.onFlush((c) => flushes.push(c));
+      fx.task.onFlush((c) => flushes.push(c));
       await expectCode(() => store.put(Buffer.alloc(9), b('v'), source(1)), 'KEY_TOO_LARGE');
       await expectCode(() => store.delete(Buffer.alloc(9), source(2)), 'KEY_TOO_LARGE');
       await expectCode(() => store.put(b('k'), Buffer.alloc(17), source(3)), 'VALUE_TOO_LARGE');
       store.put(Buffer.alloc(8), Buffer.alloc(16), source(4)); // at the limits is fine
       expect(store.uncommittedPosition().toJSON()).toEqual({ input: { '0': 4 } });
-      await task.commit({});
+      await fx.task.commit({});
       expect(flushes).toHaveLength(1);
       const view = store.view({ readCommitted: true });
       expect((await collect(view.range())).length).toBe(1);
@@ -285,7 +257,7 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
     });
 
     it('rejects a range whose from sorts after its to, and bad limits, with INVALID_RANGE', async () => {
-      const view = task.store('counts').view({ readCommitted: false });
+      const view = fx.task.store('counts').view({ readCommitted: false });
       await expectCode(() => view.range({ from: b('b'), to: b('a') }), 'INVALID_RANGE');
       await expectCode(() => view.range({ from: b('a\x00'), to: b('a'), order: 'desc' }), 'INVALID_RANGE');
       await expectCode(() => view.range({ limit: -1 }), 'INVALID_RANGE');
@@ -296,10 +268,10 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
     });
 
     it('bytes that do not decode raise DECODE_FAILED and leave the store unharmed', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       store.put(b('bad'), Buffer.from([0xff, 0xfe]), source(1));
       store.put(b('good'), serdes.json.serialize({ n: 1 }), source(2));
-      await task.commit({});
+      await fx.task.commit({});
       const view = store.view({ readCommitted: true });
       const bad = (await view.get(b('bad')))!;
       await expectCode(() => serdes.json.deserialize(bad), 'DECODE_FAILED');
@@ -307,20 +279,20 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
       expect(serdes.json.deserialize((await view.get(b('good')))!)).toEqual({ n: 1 });
       await view.close();
       store.put(b('after'), b('ok'), source(3));
-      await task.commit({});
+      await fx.task.commit({});
       expect(store.get(b('after'))?.toString()).toBe('ok');
     });
 
     it('unknown store names raise STORE_NOT_FOUND', async () => {
-      await expectCode(() => task.store('nope'), 'STORE_NOT_FOUND');
-      await expectCode(() => task.restore('nope', [], 0, Position.empty()), 'STORE_NOT_FOUND');
-      await expectCode(() => task.commit({ nope: 1 }), 'STORE_NOT_FOUND');
+      await expectCode(() => fx.task.store('nope'), 'STORE_NOT_FOUND');
+      await expectCode(() => fx.task.restore('nope', [], 0, Position.empty()), 'STORE_NOT_FOUND');
+      await expectCode(() => fx.task.commit({ nope: 1 }), 'STORE_NOT_FOUND');
     });
 
     it('a closed view, task or engine raises STORE_CLOSED', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       store.put(b('a'), b('1'), source(1));
-      await task.commit({});
+      await fx.task.commit({});
       const view = store.view({ readCommitted: false });
       const open = store.view({ readCommitted: true });
       await view.close();
@@ -328,21 +300,21 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
       await expectCode(view.getMany([b('a')]), 'STORE_CLOSED');
       await expectCode(() => view.range(), 'STORE_CLOSED');
 
-      await task.close();
+      await fx.task.close();
       await expectCode(() => store.put(b('a'), b('2'), source(2)), 'STORE_CLOSED');
       await expectCode(() => store.get(b('a')), 'STORE_CLOSED');
       await expectCode(() => store.view({ readCommitted: true }), 'STORE_CLOSED');
-      await expectCode(() => task.store('counts'), 'STORE_CLOSED');
-      await expectCode(() => task.commit({}), 'STORE_CLOSED');
-      await expectCode(() => task.flush(), 'STORE_CLOSED');
+      await expectCode(() => fx.task.store('counts'), 'STORE_CLOSED');
+      await expectCode(() => fx.task.commit({}), 'STORE_CLOSED');
+      await expectCode(() => fx.task.flush(), 'STORE_CLOSED');
       expect((await open.get(b('a')))?.toString()).toBe('1'); // views outlive their task
 
-      const again = await engine.openTask('task-0', STORES); // a closed task's partitions can be reopened
-      await engine.close();
+      const again = await fx.engine.openTask('task-0', STORES); // a closed task's partitions can be reopened
+      await fx.engine.close();
       await expectCode(open.get(b('a')), 'STORE_CLOSED');
       await expectCode(async () => collect(open.range()), 'STORE_CLOSED');
       await expectCode(() => again.store('counts').put(b('a'), b('3'), source(3)), 'STORE_CLOSED');
-      await expectCode(engine.openTask('task-1', [{ name: 'counts', partition: 1 }]), 'STORE_CLOSED');
+      await expectCode(fx.engine.openTask('task-1', [{ name: 'counts', partition: 1 }]), 'STORE_CLOSED');
       await open.close();
     });
   });

@@ -2,30 +2,17 @@
  * Reads: isolation levels, ranges and prefixes, point-in-time views.
  * Part of the store contract suite (store-contract.ts).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { serdes } from '../../../src/store/index.js';
-import type { StoreEngine, TaskStores } from '../../../src/store/index.js';
-import { STORES } from './store-contract-support.js';
-import { b, collect, source, type EngineHarness, type HarnessFactory } from './store-harness.js';
+import { openTaskForEachTest } from './store-contract-support.js';
+import { b, collect, source, type HarnessFactory } from './store-harness.js';
 
 export function describeReadContract(factory: HarnessFactory): void {
-  let harness: EngineHarness;
-  let engine: StoreEngine;
-  let task: TaskStores;
-
-  beforeEach(async () => {
-    harness = await factory();
-    engine = await harness.open();
-    task = await engine.openTask('task-0', STORES);
-  });
-
-  afterEach(async () => {
-    await harness.cleanup();
-  });
+  const fx = openTaskForEachTest(factory);
 
   describe('isolation', () => {
     it('a committed read never shows uncommitted writes, an uncommitted read does', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       store.put(b('k'), b('v1'), source(1));
       const committed = store.view({ readCommitted: true });
       const uncommitted = store.view({ readCommitted: false });
@@ -37,26 +24,26 @@ export function describeReadContract(factory: HarnessFactory): void {
       await committed.close();
       await uncommitted.close();
 
-      task.flush();
+      fx.task.flush();
       const afterFlush = store.view({ readCommitted: true });
       expect(await afterFlush.get(b('k'))).toBeUndefined();
       await afterFlush.close();
 
-      await task.commit({});
+      await fx.task.commit({});
       const afterCommit = store.view({ readCommitted: true });
       expect((await afterCommit.get(b('k')))?.toString()).toBe('v1');
       await afterCommit.close();
     });
 
     it('aborted writes are never visible, at either isolation level', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       store.put(b('a'), b('1'), source(1));
-      await task.commit({});
+      await fx.task.commit({});
       store.put(b('a'), b('2'), source(2));
       store.put(b('b'), b('2'), source(3));
-      task.flush();
+      fx.task.flush();
       store.put(b('c'), b('3'), source(4));
-      task.abort();
+      fx.task.abort();
       expect(store.get(b('a'))?.toString()).toBe('1');
       expect(store.get(b('b'))).toBeUndefined();
       for (const readCommitted of [true, false]) {
@@ -66,22 +53,22 @@ export function describeReadContract(factory: HarnessFactory): void {
         await view.close();
       }
       expect(store.uncommittedPosition().toJSON()).toEqual({ input: { '0': 1 } });
-      expect(task.uncommittedBytes()).toBe(0);
-      expect(engine.uncommittedBytes()).toBe(0);
-      await task.commit({});
+      expect(fx.task.uncommittedBytes()).toBe(0);
+      expect(fx.engine.uncommittedBytes()).toBe(0);
+      await fx.task.commit({});
       const view = store.view({ readCommitted: true });
       expect(await collect(view.range())).toEqual(['a=1']);
       await view.close();
     });
 
     it('the uncommitted view layers cache over write batch over committed, tombstones masking, ranges included', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       for (const k of ['a', 'b', 'c', 'd', 'e']) store.put(b(k), b(`committed-${k}`), source(1));
-      await task.commit({});
+      await fx.task.commit({});
       store.put(b('b'), b('batch-b'), source(2));
       store.delete(b('c'), source(3));
       store.put(b('f'), b('batch-f'), source(4));
-      task.flush(); // b, c (tombstone), f now sit in the write batch
+      fx.task.flush(); // b, c (tombstone), f now sit in the write batch
       store.put(b('b'), b('cache-b'), source(5)); // cache over batch
       store.delete(b('d'), source(6)); // cache tombstone over committed
       store.put(b('c'), b('cache-c'), source(7)); // cache value over batch tombstone
@@ -107,22 +94,22 @@ export function describeReadContract(factory: HarnessFactory): void {
       expect(await collect(committed.range())).toEqual(['a', 'b', 'c', 'd', 'e'].map((k) => `${k}=committed-${k}`));
       await committed.close();
 
-      await task.commit({});
+      await fx.task.commit({});
       const after = store.view({ readCommitted: true });
       expect(await collect(after.range())).toEqual(expected);
       await after.close();
     });
 
     it('writes made while a commit is in flight stay uncommitted and visible to uncommitted reads', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       store.put(b('a'), b('1'), source(1));
       store.put(b('b'), b('1'), source(2));
-      task.flush();
-      const first = task.commit({ counts: 1 });
+      fx.task.flush();
+      const first = fx.task.commit({ counts: 1 });
       store.put(b('b'), b('2'), source(3));
       store.delete(b('a'), source(4));
       store.put(b('c'), b('2'), source(5));
-      const second = task.commit({ counts: 2 }); // queued behind the first
+      const second = fx.task.commit({ counts: 2 }); // queued behind the first
       store.put(b('d'), b('3'), source(6));
       const during = store.view({ readCommitted: false });
       expect(await collect(during.range())).toEqual(['b=2', 'c=2', 'd=3']);
@@ -135,22 +122,22 @@ export function describeReadContract(factory: HarnessFactory): void {
       expect(afterFirst.position.toJSON()).toEqual({ input: { '0': seen[0] === 'a=1' ? 2 : 5 } });
       await afterFirst.close();
       await second;
-      expect(task.changelogOffsets()).toEqual({ counts: 2 });
+      expect(fx.task.changelogOffsets()).toEqual({ counts: 2 });
       expect(store.committedPosition().toJSON()).toEqual({ input: { '0': 5 } });
       expect(store.uncommittedPosition().toJSON()).toEqual({ input: { '0': 6 } });
       expect(await collect(during.range())).toEqual(['b=2', 'c=2', 'd=3']);
       await during.close();
-      await task.commit({});
+      await fx.task.commit({});
       const last = store.view({ readCommitted: true });
       expect(await collect(last.range())).toEqual(['b=2', 'c=2', 'd=3']);
       await last.close();
     });
 
     it('stores of one task are isolated from each other', async () => {
-      task.store('counts').put(b('k'), b('1'), source(1));
-      task.store('other').put(b('k'), b('2'), source(2));
-      await task.commit({});
-      const view = task.store('other').view({ readCommitted: true });
+      fx.task.store('counts').put(b('k'), b('1'), source(1));
+      fx.task.store('other').put(b('k'), b('2'), source(2));
+      await fx.task.commit({});
+      const view = fx.task.store('other').view({ readCommitted: true });
       expect(await collect(view.range())).toEqual(['k=2']);
       await view.close();
     });
@@ -160,11 +147,11 @@ export function describeReadContract(factory: HarnessFactory): void {
     const keys = ['', '\x00', 'a', 'a\x00', 'ab', 'b', 'b\xff', 'b\xff\xff', 'c', '\xff', '\xff\xff'];
 
     async function seeded(committedShare: number) {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       keys.forEach((k, i) => {
         if (i < committedShare) store.put(b(k), b(String(i)), source(i));
       });
-      await task.commit({});
+      await fx.task.commit({});
       keys.forEach((k, i) => {
         if (i >= committedShare) store.put(b(k), b(String(i)), source(i));
       });
@@ -212,11 +199,11 @@ export function describeReadContract(factory: HarnessFactory): void {
     }
 
     it('keys of very different lengths round-trip through commit, gets and ranges', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       const lengths = [0, 1, 16, 255, 256, 257, 1000, 5000, 16, 3, 70_000].filter((n) => n <= 65_536);
       const keys = lengths.map((n, i) => Buffer.alloc(n, 0x61 + i));
       keys.forEach((key, i) => store.put(key, b(`v${i}`), source(i)));
-      await task.commit({});
+      await fx.task.commit({});
       const view = store.view({ readCommitted: true });
       for (let i = 0; i < keys.length; i++) {
         expect((await view.get(keys[i]!))?.toString()).toBe(`v${i}`);
@@ -230,7 +217,7 @@ export function describeReadContract(factory: HarnessFactory): void {
     });
 
     it('order-preserving numeric serdes make numeric ranges work, negatives included', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       const numbers = [-2_000_000_000, -5, -1, 0, 1, 7, 300, 2_000_000_000];
       for (const n of [...numbers].reverse()) store.put(serdes.int32.serialize(n), serdes.int32.serialize(n), source(1));
       const view = store.view({ readCommitted: false });
@@ -243,9 +230,9 @@ export function describeReadContract(factory: HarnessFactory): void {
     });
 
     it('next() called again before the previous call resolved still yields each entry once, in order', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       for (let i = 0; i < 2500; i++) store.put(b(`k${String(i).padStart(4, '0')}`), b('v'), source(i));
-      await task.commit({});
+      await fx.task.commit({});
       store.put(b('k0001x'), b('u'), source(9999));
       for (const readCommitted of [true, false]) {
         const view = store.view({ readCommitted });
@@ -260,9 +247,9 @@ export function describeReadContract(factory: HarnessFactory): void {
     });
 
     it('an iterator returned while a chunk is being read yields nothing more', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       for (let i = 0; i < 50; i++) store.put(b(`k${String(i).padStart(2, '0')}`), b('v'), source(i));
-      await task.commit({});
+      await fx.task.commit({});
       store.put(b('k00x'), b('u'), source(99));
       for (const readCommitted of [true, false]) {
         const view = store.view({ readCommitted });
@@ -276,9 +263,9 @@ export function describeReadContract(factory: HarnessFactory): void {
     });
 
     it('an iterator abandoned early releases its resources and the view still closes', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       for (let i = 0; i < 50; i++) store.put(b(`k${String(i).padStart(2, '0')}`), b('v'), source(i));
-      await task.commit({});
+      await fx.task.commit({});
       const view = store.view({ readCommitted: true });
       for await (const entry of view.range()) {
         expect(entry.key.toString()).toBe('k00');
@@ -293,12 +280,12 @@ export function describeReadContract(factory: HarnessFactory): void {
 
   describe('snapshots', () => {
     it('a view taken before later writes, flushes, commits and aborts does not change', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       store.put(b('a'), b('1'), source(1));
       store.put(b('b'), b('1'), source(2));
-      await task.commit({});
+      await fx.task.commit({});
       store.put(b('c'), b('1'), source(3));
-      task.flush();
+      fx.task.flush();
       store.put(b('d'), b('1'), source(4));
       const committed = store.view({ readCommitted: true });
       const uncommitted = store.view({ readCommitted: false });
@@ -306,11 +293,11 @@ export function describeReadContract(factory: HarnessFactory): void {
       store.put(b('a'), b('2'), source(5));
       store.delete(b('b'), source(6));
       store.put(b('e'), b('2'), source(7));
-      await task.commit({});
+      await fx.task.commit({});
       store.put(b('f'), b('3'), source(8));
-      task.flush();
+      fx.task.flush();
       store.delete(b('c'), source(9));
-      task.abort();
+      fx.task.abort();
       expect(await collect(committed.range())).toEqual(before.c);
       expect(await collect(uncommitted.range())).toEqual(before.u);
       expect(await collect(uncommitted.range({ order: 'desc' }))).toEqual([...before.u].reverse());
@@ -323,9 +310,9 @@ export function describeReadContract(factory: HarnessFactory): void {
     });
 
     it('a range read interleaved with commits stays on its point in time', async () => {
-      const store = task.store('counts');
+      const store = fx.task.store('counts');
       for (let i = 0; i < 3000; i++) store.put(b(`k${String(i).padStart(5, '0')}`), b('old'), source(i));
-      await task.commit({});
+      await fx.task.commit({});
       for (const readCommitted of [true, false]) {
         const view = store.view({ readCommitted });
         let count = 0;
@@ -336,14 +323,14 @@ export function describeReadContract(factory: HarnessFactory): void {
             store.put(key, b('new'), source(offset++));
             store.put(b(`k${String(count + 5).padStart(5, '0')}`), b('new'), source(offset++));
             store.delete(b(`k${String(count + 7).padStart(5, '0')}`), source(offset++));
-            await task.commit({});
+            await fx.task.commit({});
           }
         }
         expect(count).toBe(3000);
         await view.close();
-        task.abort();
+        fx.task.abort();
         for (let i = 0; i < 3000; i++) store.put(b(`k${String(i).padStart(5, '0')}`), b('old'), source(offset++));
-        await task.commit({});
+        await fx.task.commit({});
       }
     });
   });
