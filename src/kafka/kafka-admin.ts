@@ -56,6 +56,7 @@ export class KafkaAdmin implements AdminPort {
             configEntries: s.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
           })),
         });
+        await this.waitUntilServable(admin, missing.map((s) => s.topic));
       }
       const present = specs.filter((s) => existing.has(s.topic));
       if (present.length > 0) {
@@ -71,6 +72,27 @@ export class KafkaAdmin implements AdminPort {
       // A concurrent instance may have created it meanwhile: that is fine.
       if ((error as { type?: string }).type === 'TOPIC_ALREADY_EXISTS') return;
       throw toIqgateError(error, 'create internal topics');
+    }
+  }
+
+  /**
+   * `createTopics({ waitForLeaders: true })` returns when metadata names the leaders, but a large
+   * new topic can answer ListOffsets with NOT_LEADER_FOR_PARTITION for seconds more (measured:
+   * ~7 s for 1000 partitions, bench:scale). Every task of the topic would then fail its first
+   * end-offsets read together and back off; wait here once instead.
+   */
+  private async waitUntilServable(admin: Admin, topics: readonly string[], timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (const topic of topics) {
+      for (let delay = 50; ; delay = Math.min(1000, delay * 2)) {
+        try {
+          await admin.fetchTopicOffsets(topic);
+          break;
+        } catch (error) {
+          if (Date.now() + delay > deadline) throw error;
+          await new Promise((resolve) => setTimeout(resolve, delay));
+        }
+      }
     }
   }
 
