@@ -44,7 +44,7 @@ export class RuntimeStateProvider implements StateProvider {
   }
 
   localPartition(storeName: string, partition: number): LocalStorePartition | undefined {
-    const local = this.runtime.localStores().find((s) => s.storeName === storeName && s.partition === partition);
+    const local = this.runtime.localStore(storeName, partition);
     if (local === undefined) return undefined;
     // iqgate runs no standby replicas yet: every hosted task is active.
     return { store: local.store, taskId: local.taskId, taskState: local.taskState, active: true };

@@ -14,7 +14,7 @@ import type { KafkaPorts, PartitionOwner, TopicSpec } from '../processing/ports.
 import type { StreamTask } from '../processing/stream-task.js';
 import { TaskManager } from '../processing/task-manager.js';
 import type { TaskState } from '../processing/task-state.js';
-import { changelogTopic, internalTopic } from '../processing/topic-names.js';
+import { changelogTopic, internalTopic, taskIdFor } from '../processing/topic-names.js';
 import type { Topology } from '../processing/topology.js';
 import { createInMemoryStoreEngine, openLevelStoreEngine } from '../store/index.js';
 import type { KeyValueStorePartition, Serde, StoreEngine } from '../store/types.js';
@@ -346,6 +346,23 @@ export class Runtime {
     return result;
   }
 
+  /**
+   * One local store partition by name and partition, or undefined when not hosted here: a map
+   * lookup (task id = sub-topology + partition), since every key query asks and a process may
+   * host 1000 tasks.
+   */
+  localStore(storeName: string, partition: number): LocalStore | undefined {
+    const sub = this.subTopologyOfStore(storeName);
+    const task = sub === undefined ? undefined : this.manager?.tasks.get(taskIdFor(sub, partition));
+    const stores = task?.stores ?? null;
+    if (task === undefined || stores === null || !stores.storeNames().includes(storeName)) return undefined;
+    return { storeName, partition, taskId: task.id, taskState: task.state, store: stores.store(storeName) };
+  }
+
+  private subTopologyOfStore(storeName: string): number | undefined {
+    return this.topology.subTopologies.find((s) => s.stores.includes(storeName))?.id;
+  }
+
   /** The URL this instance advertises to its group (option advertisedUrl, or advertise()). */
   advertisedUrl(): string | undefined {
     return this.advertised;
@@ -388,9 +405,9 @@ export class Runtime {
 
   /** The URL of the instance hosting partition `partition` of a store (maybe this one); undefined when unknown. */
   storeOwner(storeName: string, partition: number): string | undefined {
-    const sub = this.topology.subTopologies.find((s) => s.stores.includes(storeName));
+    const sub = this.subTopologyOfStore(storeName);
     if (sub === undefined) return undefined;
-    return this.partitionOwners().find((o) => o.subTopology === sub.id && o.partition === partition)?.url;
+    return this.partitionOwners().find((o) => o.subTopology === sub && o.partition === partition)?.url;
   }
 
   localTasks(): ReadonlyArray<Pick<StreamTask, 'id' | 'partition' | 'state'>> {
