@@ -11,8 +11,9 @@
  * Knobs for experiments (defaults are the runtime's): BENCH_LINES (60000), BENCH_LOG=info (progress
  * lines), BENCH_SLICE_MS, BENCH_FETCH_MB, BENCH_BUFFERED.
  */
+import { Figures } from './figures.js';
 import '../src/kafka/kafkajs-patches.js';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -81,12 +82,8 @@ async function main(): Promise<void> {
   const plainOut = `bench-plain-out-${suffix}`;
   const wcOut = `bench-wc-out-${suffix}`;
   const dir = await mkdtemp(join(tmpdir(), 'iqgate-bench-'));
-  const figures: Array<{ name: string; unit: string; value: number }> = [];
-  const report = (name: string, unit: string, value: number): void => {
-    const rounded = Math.round(value * 100) / 100;
-    figures.push({ name, unit, value: rounded });
-    console.log(`${name}: ${rounded} ${unit}`);
-  };
+  const figures = new Figures();
+  const report = figures.report.bind(figures);
   try {
     await admin.createTopics({ waitForLeaders: true, topics: [input, plainOut, wcOut].map((topic) => ({ topic, numPartitions: PARTITIONS })) });
     await produceLines({ brokers: broker.brokers, topic: input, seed: 42, count: LINES, batchSize: 2000 });
@@ -140,8 +137,7 @@ async function main(): Promise<void> {
     report('processing slice p99', 'ms', m.sliceP99Ms);
     report('commits', 'count', m.commits);
     report('control queue max depth', 'ops', m.controlQueueMaxDepth);
-    await mkdir(new URL('./results/', import.meta.url), { recursive: true });
-    await writeFile(new URL('./results/processing.json', import.meta.url), `${JSON.stringify(figures, null, 2)}\n`);
+    await figures.write('processing');
   } finally {
     await admin.deleteTopics({ topics: [input, plainOut, wcOut] }).catch(() => undefined);
     await admin.disconnect();

@@ -8,7 +8,8 @@
  *
  *   npm run bench:query            (BENCH_SECONDS=3 per run, best of 2 interleaved runs; ~40 s)
  */
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { Figures } from './figures.js';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -37,12 +38,6 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 // and the best run is kept, so a burst of foreign load does not decide the ratio.
 const ROUNDS = 2;
 const WARMUP_MS = 1000;
-
-interface Figure {
-  name: string;
-  unit: string;
-  value: number;
-}
 
 interface LoadResult {
   requests: number;
@@ -186,12 +181,8 @@ async function main(): Promise<void> {
     }
   }
 
-  const figures: Figure[] = [];
-  const report = (name: string, unit: string, value: number): void => {
-    const rounded = Math.round(value * 100) / 100;
-    figures.push({ name, unit, value: rounded });
-    console.log(`${name}: ${rounded} ${unit}`);
-  };
+  const figures = new Figures();
+  const report = figures.report.bind(figures);
   const measure = async (label: string, port: number, bodies: string[], keysPerRequest: number): Promise<LoadResult> => {
     const result = await runLoad(port, bodies);
     if (result.errors > 0) throw new Error(`${label}: ${result.errors} failed requests`);
@@ -221,8 +212,7 @@ async function main(): Promise<void> {
   report('query.batched.baseline.rate', 'keys/s', bareBatch.requests / bareBatch.seconds);
   report('query.batched.ratio', 'gateway/baseline', gwBatch.requests / bareBatch.requests);
 
-  await mkdir(new URL('./results/', import.meta.url), { recursive: true });
-  await writeFile(new URL('./results/query.json', import.meta.url), `${JSON.stringify(figures, null, 2)}\n`);
+  await figures.write('query');
 
   await Promise.all([close(gatewayServer), close(baselineServer)]);
   await gateway.dispose();

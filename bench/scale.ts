@@ -19,9 +19,10 @@
  * Prints one line per figure and writes bench/results/scale.json ([{ name, unit, value }]).
  * Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
  */
+import { Figures } from './figures.js';
 import '../src/kafka/kafkajs-patches.js';
 import { readdirSync, readlinkSync, rmSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
@@ -37,12 +38,8 @@ const suffix = `${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toS
 const began = Date.now();
 const deadline = began + BUDGET_MS;
 
-const figures: Array<{ name: string; unit: string; value: number }> = [];
-function report(name: string, unit: string, value: number): void {
-  const rounded = Math.round(value * 100) / 100;
-  figures.push({ name, unit, value: rounded });
-  console.log(`${name}: ${rounded} ${unit}`);
-}
+const figures = new Figures();
+const report = figures.report.bind(figures);
 const note = (line: string): void => console.log(`# ${line}`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -379,8 +376,7 @@ async function main(): Promise<void> {
     if (runtime !== null) await within(runtime.stop().catch(() => undefined), 25_000, undefined);
     report('completed', 'bool', completed ? 1 : 0);
     report('bench wall time', 's', (Date.now() - began) / 1000);
-    await mkdir(new URL('./results/', import.meta.url), { recursive: true });
-    await writeFile(new URL('./results/scale.json', import.meta.url), `${JSON.stringify(figures, null, 2)}\n`);
+    await figures.write('scale');
     if (!broker.local) {
       await admin.deleteTopics({ topics: [topic, `bench-scale-${suffix}-${STORE}-changelog`] }).catch(() => undefined);
       await admin.deleteGroups([`bench-scale-plain-${suffix}`, `bench-scale-${suffix}`]).catch(() => undefined);

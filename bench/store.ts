@@ -12,7 +12,7 @@
  * Targets (issue 3): commit ≥ 0.8 × raw batch writes, committed reads ≥ 0.8 × raw reads,
  * uncommitted puts ≥ 1,000,000/s.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { Figures } from './figures.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,17 +26,8 @@ const GETS_PER_ROUND = 50_000;
 const SHORT_RANGES_PER_ROUND = 300;
 const ROUNDS = 9;
 
-interface Figure {
-  name: string;
-  unit: string;
-  value: number;
-}
-const figures: Figure[] = [];
-
-function record(name: string, unit: string, value: number): void {
-  figures.push({ name, unit, value: Math.round(value * 1000) / 1000 });
-  console.log(`${name.padEnd(52)} ${value.toLocaleString('en-US', { maximumFractionDigits: 2 }).padStart(14)} ${unit}`);
-}
+const figures = new Figures((f) => `${f.name.padEnd(52)} ${f.value.toLocaleString('en-US', { maximumFractionDigits: 2 }).padStart(14)} ${f.unit}`);
+const record = figures.report.bind(figures);
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -271,8 +262,7 @@ async function main(): Promise<void> {
     await raw.close();
     await Promise.all([rm(stackDir, { recursive: true, force: true }), rm(rawDir, { recursive: true, force: true })]);
   }
-  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-  writeFileSync(new URL('./results/store.json', import.meta.url), `${JSON.stringify(figures, null, 2)}\n`);
+  await figures.write('store');
 }
 
 await main();
