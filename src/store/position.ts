@@ -23,7 +23,8 @@ export class Position {
     const position = new Position();
     for (const [topic, partitions] of Object.entries(json)) {
       for (const [partition, offset] of Object.entries(partitions)) {
-        const p = Number(partition);
+        // Canonical decimal only: Number() would also take "1e3", "0x1" or "" as a partition.
+        const p = /^(0|[1-9][0-9]{0,9})$/.test(partition) ? Number(partition) : Number.NaN;
         if (!Number.isInteger(p) || p < 0 || !Number.isSafeInteger(offset) || offset < 0) {
           throw new TypeError(`invalid position component ${topic}/${partition}=${String(offset)}`);
         }
