@@ -6,6 +6,7 @@
  */
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { GraphQLError } from 'graphql';
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createSchema, createYoga, type YogaServerInstance } from 'graphql-yoga';
 import type { ErrorCode } from '../errors.js';
 import { QueryEngine } from '../query/query-engine.js';
@@ -49,6 +50,9 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     schema,
     graphqlEndpoint: options.graphqlEndpoint,
     graphiql: options.graphiql,
+    // Yoga's default GraphiQL page loads its scripts from a CDN; a sidecar behind a firewall or
+    // an offline dashboard would show a blank page. render-graphiql inlines them.
+    renderGraphiQL,
     logging: options.logging,
     landingPage: false,
     maskedErrors: { maskError: (error) => maskError(error) },

@@ -162,10 +162,14 @@ describe('the GraphQL gateway through yoga.fetch', () => {
     expect(status.data.tasks[0].stores).toContainEqual({ store: 'words', partition: 0 });
   });
 
-  it('serves GraphiQL to browsers', async () => {
+  it('serves GraphiQL to browsers, self-contained (no script or style from another host)', async () => {
     const response = await f.gateway.fetch('http://gateway.test/graphql', { headers: { accept: 'text/html' } });
     expect(response.status).toBe(200);
-    expect(await response.text()).toContain('GraphiQL');
+    const html = await response.text();
+    expect(html).toContain('GraphiQL');
+    expect(html).not.toMatch(/<script[^>]+src=["']?https?:/);
+    expect(html).not.toMatch(/<link[^>]+rel=["']?stylesheet[^>]+href=["']?https?:/);
+    expect(html).not.toContain('unpkg.com');
   });
 });
 
