@@ -25,6 +25,19 @@
  * load per socket"; #1556, #1604, #1704; fix PRs #1572/#1667). With one transactional producer per
  * task that is thousands of wake-ups per second. The patched method schedules a check only when
  * requests are pending or the broker throttles; a response or a new request checks the queue anyway.
+ *
+ * 4. Coordinator lookups of transactional producers (commit latency): kafkajs sends a FindCoordinator
+ * before every AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn (`eosManager:91-96`,
+ * KAFKAJS-NOTES §5): four of the ~12 sequential round trips of each transaction. The patched
+ * `findGroupCoordinator` remembers the coordinator's node id per Cluster (one Cluster per producer)
+ * for COORDINATOR_CACHE_MS and resolves it through the broker pool as kafkajs does. Only clusters
+ * that look up TRANSACTION coordinators (transactional producers) cache at all, so consumers and
+ * admins are untouched. A metadata refresh (what kafkajs' send retrier does on NOT_COORDINATOR and
+ * other retriable errors) or an unreachable broker drops the cache, and an entry never lives longer
+ * than COORDINATOR_CACHE_MS, so kafkajs' own retries see a fresh coordinator within about a second;
+ * a failed commit discards the producer and its cache. Brokers reject requests for transactions or
+ * groups they do not coordinate, so a stale entry can only cost a retry, never change what a
+ * transaction commits.
  */
 import { createRequire, Module } from 'node:module';
 import { IqgateError } from '../errors.js';
@@ -158,4 +171,38 @@ RequestQueue.prototype.scheduleCheckPendingRequests = function scheduleCheckPend
     this.throttleCheckTimeoutId = null;
     this.checkPendingRequests();
   }, delay);
+};
+
+interface ClusterLike {
+  findGroupCoordinator(this: ClusterLike, args: { groupId: string; coordinatorType?: number }): Promise<{ nodeId: number }>;
+  findBroker(this: ClusterLike, args: { nodeId: number }): Promise<{ nodeId: number }>;
+  refreshMetadata(this: ClusterLike): Promise<void>;
+  [COORDINATORS]?: Map<string, { nodeId: number; at: number }>;
+}
+const COORDINATORS = Symbol('iqgate:transactionCoordinators');
+const TRANSACTION_COORDINATOR = 1; // kafkajs/src/protocol/coordinatorTypes.js
+export const COORDINATOR_CACHE_MS = 1_000;
+const Cluster = require('kafkajs/src/cluster') as { prototype: ClusterLike };
+const findGroupCoordinator = Cluster.prototype.findGroupCoordinator;
+const refreshMetadata = Cluster.prototype.refreshMetadata;
+Cluster.prototype.findGroupCoordinator = async function findCachedCoordinator(this: ClusterLike, args) {
+  // Transactional producers only: their first request is InitProducerId, after a TRANSACTION lookup.
+  if (args.coordinatorType !== TRANSACTION_COORDINATOR && this[COORDINATORS] === undefined) return findGroupCoordinator.call(this, args);
+  const cache = (this[COORDINATORS] ??= new Map());
+  const key = `${args.coordinatorType ?? 0}:${args.groupId}`;
+  const known = cache.get(key);
+  if (known !== undefined && Date.now() - known.at < COORDINATOR_CACHE_MS) {
+    try {
+      return await this.findBroker({ nodeId: known.nodeId });
+    } catch {
+      cache.delete(key); // gone from the metadata or unreachable: look it up again
+    }
+  }
+  const broker = await findGroupCoordinator.call(this, args);
+  cache.set(key, { nodeId: broker.nodeId, at: Date.now() });
+  return broker;
+};
+Cluster.prototype.refreshMetadata = async function refreshMetadataAndCoordinators(this: ClusterLike) {
+  this[COORDINATORS]?.clear();
+  await refreshMetadata.call(this);
 };

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { filterAbortedMessages, groupMessagesPerPartition } from '../../../src/kafka/kafkajs-patches.js';
+import { describe, expect, it, vi } from 'vitest';
+import { COORDINATOR_CACHE_MS, filterAbortedMessages, groupMessagesPerPartition } from '../../../src/kafka/kafkajs-patches.js';
 
 const ABORT = Buffer.from([0, 0, 0, 0]);
 const COMMIT = Buffer.from([0, 0, 0, 1]);
@@ -68,5 +68,67 @@ describe('the request queue timer', () => {
     expect(queue.throttleCheckTimeoutId).not.toBeNull();
     await new Promise((r) => setTimeout(r, 30));
     expect(checks).toBe(1);
+  });
+});
+
+describe('transaction coordinator lookups', () => {
+  const fakeCluster = async () => {
+    const { createRequire } = await import('node:module');
+    const require = createRequire(import.meta.url);
+    const Cluster = require('kafkajs/src/cluster') as { prototype: Record<string | symbol, unknown> };
+    const target = Object.create(Cluster.prototype) as Record<string | symbol, unknown>;
+    // kafkajs keeps its metadata refresh under a private symbol on the instance.
+    const cluster = new Proxy(target, {
+      get: (t, k, receiver) => (typeof k === 'symbol' && k.description === 'private:Cluster:refreshMetadata'
+        ? async () => { state.refreshes += 1; }
+        : Reflect.get(t, k, receiver)),
+    }) as Record<string | symbol, unknown> & {
+      findGroupCoordinator(args: { groupId: string; coordinatorType?: number }): Promise<{ nodeId: number }>;
+      refreshMetadata(): Promise<void>;
+    };
+    const state = { lookups: 0, coordinator: 1, refreshes: 0 };
+    Object.assign(cluster, {
+      logger: { debug: () => undefined },
+      retrier: async (fn: (bail: (e: unknown) => never, n: number, t: number) => Promise<unknown>) => fn((e) => { throw e; }, 0, 0),
+      findGroupCoordinatorMetadata: async () => { state.lookups += 1; return { coordinator: { nodeId: state.coordinator } }; },
+      findBroker: async ({ nodeId }: { nodeId: number }) => ({ nodeId }),
+    });
+    return { cluster, state };
+  };
+
+  it('looks the transaction coordinator up once, and again after a metadata refresh', async () => {
+    const { cluster, state } = await fakeCluster();
+    expect(await cluster.findGroupCoordinator({ groupId: 'app-t-0', coordinatorType: 1 })).toEqual({ nodeId: 1 });
+    expect(await cluster.findGroupCoordinator({ groupId: 'app-t-0', coordinatorType: 1 })).toEqual({ nodeId: 1 });
+    expect(state.lookups).toBe(1);
+    state.coordinator = 2;
+    await cluster.refreshMetadata();
+    expect(state.refreshes).toBe(1);
+    expect(await cluster.findGroupCoordinator({ groupId: 'app-t-0', coordinatorType: 1 })).toEqual({ nodeId: 2 });
+    expect(state.lookups).toBe(2);
+  });
+
+  it('caches group coordinators only in clusters of transactional producers (not consumers, admins)', async () => {
+    const { cluster, state } = await fakeCluster();
+    await cluster.findGroupCoordinator({ groupId: 'group', coordinatorType: 0 });
+    await cluster.findGroupCoordinator({ groupId: 'group' });
+    expect(state.lookups).toBe(2);
+    await cluster.findGroupCoordinator({ groupId: 'app-t-0', coordinatorType: 1 });
+    await cluster.findGroupCoordinator({ groupId: 'group', coordinatorType: 0 });
+    await cluster.findGroupCoordinator({ groupId: 'group', coordinatorType: 0 });
+    expect(state.lookups).toBe(4);
+  });
+
+  it('looks again once an entry is older than COORDINATOR_CACHE_MS', async () => {
+    vi.useFakeTimers();
+    try {
+      const { cluster, state } = await fakeCluster();
+      await cluster.findGroupCoordinator({ groupId: 'app-t-0', coordinatorType: 1 });
+      vi.advanceTimersByTime(COORDINATOR_CACHE_MS);
+      await cluster.findGroupCoordinator({ groupId: 'app-t-0', coordinatorType: 1 });
+      expect(state.lookups).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
