@@ -2,24 +2,30 @@
  * Shared helpers of the processing integration tests: topics, the expected model, reading the
  * read_committed output and the committed stores, and the setup of a wordcount suite.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import '../../../src/kafka/kafkajs-patches.js';
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { kafkajs, testKafka as supportKafka, uniqueName } from '../../support/kafka.js';
 import { makeLine, wordsOf } from '../../../examples/wordcount/index.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { Runtime } from '../../../src/runtime/runtime.js';
-import { brokers } from './brokers.js';
 
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
-}
+type Kafka = kafkajs.Kafka;
+type Admin = kafkajs.Admin;
+export { uniqueName };
 
 export function testKafka(): Kafka {
-  return new Kafka({ clientId: uniqueName('pt'), brokers: brokers(), logLevel: logLevel.NOTHING });
+  return supportKafka(uniqueName('pt'));
+}
+
+/** Waits for `predicate` (polled every `intervalMs`), failing with `what` after `timeoutMs`. */
+export async function until(what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 60_000, intervalMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
 }
 
 export async function createTopics(admin: Admin, topics: readonly string[], partitions: number): Promise<void> {

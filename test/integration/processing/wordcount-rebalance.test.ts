@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { produceLines, runWordcount } from '../../../examples/wordcount/index.js';
 import type { Runtime } from '../../../src/runtime/runtime.js';
 import { brokers } from './brokers.js';
-import { committedCounts, expectedCounts, mapsEqual, outputProblems, readOutput, testKafka, uniqueName, wordcountSuite } from './wordcount-harness.js';
+import { committedCounts, expectedCounts, mapsEqual, outputProblems, readOutput, testKafka, uniqueName, until, wordcountSuite } from './wordcount-harness.js';
 
 const SEED = 31;
 
@@ -33,13 +33,6 @@ async function readWords(kafka: ReturnType<typeof testKafka>, topic: string): Pr
   return counts;
 }
 
-async function until(what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('wordcount across a rebalance', () => {
   const { kafka, runtimes, createTopics, stateDir } = wordcountSuite();

@@ -13,7 +13,7 @@ import { produceLines } from '../../../examples/wordcount/index.js';
 import { brokers } from './brokers.js';
 import { countsOnDisk } from './committed-store-on-disk.js';
 import { killAllChildren, spawnWordcount, type ChildLog, type WordcountChild } from './wordcount-child.js';
-import { createTopics, expectedCounts, mapsEqual, outputProblems, readOutput, testKafka, uniqueName } from './wordcount-harness.js';
+import { createTopics, expectedCounts, mapsEqual, outputProblems, readOutput, testKafka, uniqueName, until } from './wordcount-harness.js';
 
 const PARTITIONS = 3;
 const SEED = 57;
@@ -23,13 +23,6 @@ function runningTasks(child: WordcountChild): Set<string> {
   return new Set(child.logs.filter((l) => l.msg === 'task running').map((l) => String(l.taskId)));
 }
 
-async function until(what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 function mentionsFencing(log: ChildLog): boolean {
   return JSON.stringify(log).includes('PRODUCER_FENCED');
