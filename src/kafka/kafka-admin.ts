@@ -111,19 +111,18 @@ export class KafkaAdmin implements AdminPort {
     }
   }
 
-  async beginningOffsets(topic: string): Promise<Map<number, number>> {
-    const admin = await this.ready();
-    try {
-      return new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.low)]));
-    } catch (error) {
-      throw toIqgateError(error, `fetch offsets of ${topic}`);
-    }
+  beginningOffsets(topic: string): Promise<Map<number, number>> {
+    return this.topicOffsets(topic, 'low');
   }
 
-  async endOffsets(topic: string): Promise<Map<number, number>> {
+  endOffsets(topic: string): Promise<Map<number, number>> {
+    return this.topicOffsets(topic, 'high');
+  }
+
+  private async topicOffsets(topic: string, end: 'low' | 'high'): Promise<Map<number, number>> {
     const admin = await this.ready();
     try {
-      return new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+      return new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p[end])]));
     } catch (error) {
       throw toIqgateError(error, `fetch offsets of ${topic}`);
     }

@@ -30,11 +30,4 @@ export function testKafka(clientId = uniqueName('test')): kafkajs.Kafka {
   });
 }
 
-/** Resolves when `predicate` holds, checking every `intervalMs`; rejects after `timeoutMs`. */
-export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 30_000, intervalMs = 20): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
+export { waitFor } from './wait-for.js';

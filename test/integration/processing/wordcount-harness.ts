@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { kafkajs, testKafka as supportKafka, uniqueName } from '../../support/kafka.js';
+import { kafkajs, testKafka as supportKafka, uniqueName, waitFor } from '../../support/kafka.js';
 import { makeLine, wordsOf } from '../../../examples/wordcount/index.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { Runtime } from '../../../src/runtime/runtime.js';
@@ -20,12 +20,8 @@ export function testKafka(): Kafka {
 }
 
 /** Waits for `predicate` (polled every `intervalMs`), failing with `what` after `timeoutMs`. */
-export async function until(what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 60_000, intervalMs = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
+export function until(what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 60_000, intervalMs = 50): Promise<void> {
+  return waitFor(predicate, timeoutMs, intervalMs, what);
 }
 
 export async function createTopics(admin: Admin, topics: readonly string[], partitions: number): Promise<void> {

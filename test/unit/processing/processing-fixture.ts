@@ -23,13 +23,11 @@ export function brokerWithTopics(topics: readonly string[], partitions = 1): Fak
   return broker;
 }
 
-/** Polls `predicate` every `pollMs` until it holds; throws after `timeoutMs`. */
-export async function waitFor(predicate: () => boolean, timeoutMs = 5000, pollMs = 10): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('condition not met');
-    await new Promise((r) => setTimeout(r, pollMs));
-  }
+import { waitFor as waitForCondition } from '../../support/wait-for.js';
+
+/** Polls `predicate` every `pollMs` until it holds; throws after `timeoutMs` (unit-test defaults). */
+export function waitFor(predicate: () => boolean, timeoutMs = 5000, pollMs = 10): Promise<void> {
+  return waitForCondition(predicate, timeoutMs, pollMs);
 }
 
 export interface InputTaskOptions extends Omit<HarnessOptions, 'topology' | 'partitions' | 'broker'> {
