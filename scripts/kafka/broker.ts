@@ -122,8 +122,16 @@ async function freePort(): Promise<number> {
 }
 
 /** KRaft cluster ids are 16 random bytes, base64url without padding (Uuid.randomUuid()). */
-function clusterId(): string {
-  return randomBytes(16).toString('base64url');
+/**
+ * A random KRaft cluster id: 16 bytes in base64url. Like Kafka's own `Uuid.randomUuid()`, it
+ * never starts with '-': StorageTool would read such an id as an option and fail the format
+ * ("argument --cluster-id/-t: expected one argument"), once in 64 starts.
+ */
+export function clusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
 }
 
 function serverProperties(dataDir: string, brokerPort: number, controllerPort: number): string {

@@ -71,7 +71,7 @@ describe('npm run kafka', () => {
         (error: unknown) => error,
       );
       expect(failure).toBeInstanceOf(BrokerError);
-      expect((failure as BrokerError).code).toBe('BIND_FAILED');
+      expect(`${(failure as BrokerError).code}: ${(failure as BrokerError).message}`).toMatch(/^BIND_FAILED: /);
       const jvms = spawnSync('pgrep', ['-f', `PLAINTEXT://127.0.0.1:${port}`], { encoding: 'utf8' }).stdout.trim();
       expect(jvms).toBe('');
     } finally {
