@@ -121,7 +121,6 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** KRaft cluster ids are 16 random bytes, base64url without padding (Uuid.randomUuid()). */
 /**
  * A random KRaft cluster id: 16 bytes in base64url. Like Kafka's own `Uuid.randomUuid()`, it
  * never starts with '-': StorageTool would read such an id as an option and fail the format
