@@ -44,7 +44,7 @@ export { RuntimeStateProvider } from './runtime/runtime-state-provider.js';
 
 // queries and the gateway
 export { QueryEngine } from './query/query-engine.js';
-export { partitionForKey } from './query/murmur2.js';
+export { partitionForKey } from './murmur2.js';
 export type { StateProvider, StoreDescriptor, LocalStorePartition, InstanceState } from './query/state-provider.js';
 export { StaticStateProvider } from './query/static-state-provider.js';
 export { createGateway, type Gateway } from './graphql/create-gateway.js';

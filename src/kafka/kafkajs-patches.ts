@@ -38,9 +38,15 @@
  * a failed commit discards the producer and its cache. Brokers reject requests for transactions or
  * groups they do not coordinate, so a stale entry can only cost a retry, never change what a
  * transaction commits.
+ *
+ * 5. The record encoder (performance): kafkajs encodes each produced record through a fresh
+ * zero-filled 512-byte Encoder plus one per header and a temporary Buffer per varint, with 64-bit
+ * `Long` emulation for the timestamp delta. `record-encoder.ts` writes the same bytes into one
+ * exact-size buffer.
  */
 import { createRequire, Module } from 'node:module';
 import { IqgateError } from '../errors.js';
+import { encodeRecord } from './record-encoder.js';
 
 interface RawMessage {
   readonly offset: string;
@@ -115,6 +121,7 @@ function install(file: string, replacement: unknown): void {
 
 install('kafkajs/src/consumer/filterAbortedMessages.js', filterAbortedMessages);
 install('kafkajs/src/producer/groupMessagesPerPartition.js', groupMessagesPerPartition);
+install('kafkajs/src/protocol/recordBatch/record/v0/index.js', encodeRecord);
 
 let verified = false;
 

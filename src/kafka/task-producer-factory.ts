@@ -13,6 +13,7 @@
  */
 import type { Kafka, Producer, Transaction } from 'kafkajs';
 import type { OutputRecord, ProducerFactoryPort, SendResult, TaskProducer, TopicPartitionOffset } from '../processing/ports.js';
+import { keyPartitioner } from './key-partitioner.js';
 import { toIqgateError } from './kafka-errors.js';
 
 export interface TaskProducerOptions {
@@ -78,6 +79,7 @@ class TransactionalTaskProducer implements TaskProducer {
       transactionalId,
       idempotent: true,
       maxInFlightRequests: 1,
+      createPartitioner: keyPartitioner,
       transactionTimeout: options.transactionTimeoutMs ?? 60_000,
       // Back-to-back transactions meet CONCURRENT_TRANSACTIONS on AddPartitionsToTxn (kafkajs #1315);
       // the send retrier uses these settings, so a short first back-off keeps commits fast.
@@ -180,7 +182,7 @@ export function createTaskProducerFactory(kafka: Kafka, options: TaskProducerOpt
   let shared: Promise<Producer> | null = null;
   const getShared = (): Promise<Producer> => {
     shared ??= (async () => {
-      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 10 } });
+      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: keyPartitioner, retry: { retries: 10 } });
       try {
         await producer.connect();
       } catch (error) {

@@ -13,7 +13,7 @@ import { IqgateError, isIqgateError } from '../errors.js';
 import type { Position } from '../store/position.js';
 import type { Bytes, KeyValue, Order, RangeOptions, ReadView } from '../store/types.js';
 import { mergeSorted } from './merge-sorted.js';
-import { partitionForKey } from './murmur2.js';
+import { partitionForKey } from '../murmur2.js';
 import { isPermitted, waitForBound } from './position-bound.js';
 import {
   FAILURE_REASONS,

@@ -4,7 +4,7 @@
  */
 import { createGateway, type Gateway } from '../../../src/graphql/create-gateway.js';
 import type { GatewayOptions } from '../../../src/graphql/gateway-options.js';
-import { partitionForKey } from '../../../src/query/murmur2.js';
+import { partitionForKey } from '../../../src/murmur2.js';
 import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { Serde, StoreEngine, TaskStores } from '../../../src/store/types.js';

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createGateway, type Gateway } from '../../../src/graphql/create-gateway.js';
 import { FORWARDED_HEADER } from '../../../src/graphql/forward-request.js';
-import { partitionForKey } from '../../../src/query/murmur2.js';
+import { partitionForKey } from '../../../src/murmur2.js';
 import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
 import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
 import { serdes } from '../../../src/store/serdes.js';

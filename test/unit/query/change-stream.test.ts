@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openChangeStream } from '../../../src/query/change-stream.js';
-import { partitionForKey } from '../../../src/query/murmur2.js';
+import { partitionForKey } from '../../../src/murmur2.js';
 import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
 import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
 import { serdes } from '../../../src/store/serdes.js';

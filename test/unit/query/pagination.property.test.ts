@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { QueryEngine } from '../../../src/query/query-engine.js';
 import type { PageRequest, QueryOptions, ScanSpec } from '../../../src/query/query-types.js';
 import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
-import { partitionForKey } from '../../../src/query/murmur2.js';
+import { partitionForKey } from '../../../src/murmur2.js';
 import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { Serde } from '../../../src/store/types.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { murmur2, partitionForKey, toPositive } from '../../../src/query/murmur2.js';
+import { murmur2, partitionForKey, toPositive } from '../../src/murmur2.js';
 
 // org.apache.kafka.common.utils.UtilsTest#testMurmur2 (apache/kafka, clients/src/test).
 const JAVA_UTILS_TEST: Array<[Buffer, number]> = [
