@@ -3,12 +3,30 @@
  * committed changes (emitted after each store commit) or uncommitted ones (as the record cache
  * flushes). Events of one partition arrive in the order the store emits them; partitions
  * interleave. A resume Position skips every event at or below it, so a client that reconnects
- * with the last `resumeAfter` it saw gets no duplicates. Changes made while it was away are not
- * replayed (that needs the changelog, which query/ does not read); re-query to catch up.
+ * with the last `resumeAfter` it saw gets no duplicates.
+ *
+ * Without `initial`, changes made while no stream was open are not replayed (that needs the
+ * changelog, which query/ does not read). With `initial`, the stream first lists the current
+ * state (initial-snapshot.ts), read from views taken in the same tick as the store listeners,
+ * so nothing falls between the state and the live events: every partition's initial entries,
+ * then the live events (those buffered meanwhile first). A live event whose position the
+ * partition's view already dominates is in the view and is skipped; a change in flight while
+ * the views were taken may still arrive once more, with the value the view held or a newer one.
+ * With `after` as well, only the partitions whose view position `after` does not dominate
+ * (something changed since) are listed again: that makes a resume gap-free.
+ *
+ * `resumeAfter` only ever covers events delivered to the consumer: a partition's view position
+ * joins it with the partition's last initial entry, a live event's position when the event is
+ * handed out (not when it is buffered behind initial entries still to come).
+ *
+ * Positions cannot tell an aborted uncommitted write from its reprocessing at the same offsets:
+ * on an uncommitted feed, what a view listed (or `after` covered) and was then aborted is not
+ * corrected by the reprocessed writes, which are skipped as seen. Committed feeds are exact.
  */
 import { IqgateError } from '../errors.js';
-import type { Position } from '../store/position.js';
+import { Position } from '../store/position.js';
 import type { Bytes, StoreChangeEvent } from '../store/types.js';
+import { keysScope, takeInitialSnapshot, type InitialSnapshot } from './initial-snapshot.js';
 import { partitionForKey } from './murmur2.js';
 import type { ScanSpec } from './query-types.js';
 import type { StateProvider } from './state-provider.js';
@@ -21,26 +39,41 @@ export interface ChangeStreamRequest {
   readonly readCommitted: boolean;
   /** Skip events whose position is at or below this one. */
   readonly after?: Position;
+  /** Start with the current state of the selection (see the module comment). Default false. */
+  readonly initial?: boolean;
   /** Restrict to these partitions (range and prefix selectors). */
   readonly partitions?: readonly number[];
-  /** Events buffered for a slow reader before the stream ends with SUBSCRIPTION_OVERFLOW. */
+  /**
+   * Live events buffered for a slow reader (also while the initial entries are listed) before
+   * the stream ends with SUBSCRIPTION_OVERFLOW.
+   */
   readonly maxBuffered: number;
 }
 
 export interface ChangeEvent {
   readonly key: Bytes;
-  /** null for a delete. */
+  /** null for a delete, or for a requested key that is absent from the initial state. */
   readonly value: Bytes | null;
   readonly partition: number;
   readonly committed: boolean;
-  /** The partition's position after the change's commit (or flush). */
+  /** True for an entry of the initial state, false for a live change. */
+  readonly initial: boolean;
+  /** The partition's position after the change's commit (or flush); for an initial entry, its view's. */
   readonly position: Position;
   /** Every position delivered on this stream so far merged (with `after`): pass it to resume. */
   readonly resumeAfter: Position;
 }
 
+/** A change waiting to be handed out; its resumeAfter is computed then. */
+interface Pending {
+  readonly key: Bytes;
+  readonly value: Bytes | null;
+  readonly partition: number;
+  readonly position: Position;
+}
+
 /**
- * Subscribes synchronously (no event after this call is missed) and returns the feed.
+ * Subscribes (and takes the initial views) synchronously: no event after this call is missed.
  * Throws STORE_NOT_FOUND for an unknown store and PARTITION_NOT_FOUND when none of the
  * partitions the selector touches is hosted here.
  */
@@ -59,98 +92,142 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   ];
   const hosted = wanted.flatMap((partition) => {
     const local = provider.localPartition(store.name, partition);
-    return local === undefined ? [] : [local];
+    return local === undefined ? [] : [local.store];
   });
   if (hosted.length === 0) {
     throw new IqgateError('PARTITION_NOT_FOUND', `None of the partitions [${wanted.join(', ')}] of ${store.name} is hosted on this instance.`);
   }
   const matches = matcher(selector, keySet);
   const kind = request.readCommitted ? 'committed' : 'uncommitted';
-  const resumeAfter = request.after?.copy();
+  const after = request.after?.copy();
   let merged = request.after?.copy();
+  let snapshot: InitialSnapshot | undefined;
 
-  const buffer: ChangeEvent[] = [];
+  const live: Pending[] = [];
   let waiting: ((result: IteratorResult<ChangeEvent>) => void) | undefined;
   let failWaiting: ((error: unknown) => void) | undefined;
-  let failure: IqgateError | undefined;
+  let failure: unknown;
   let ended = false;
+  let listing = request.initial === true;
+  let closing: Promise<void> = Promise.resolve();
 
   const unsubscribes: Array<() => void> = [];
-  const listen = (local: (typeof hosted)[number]): (() => void) =>
-    local.store.subscribe((event: StoreChangeEvent) => {
+  const listen = (partition: (typeof hosted)[number]): (() => void) =>
+    partition.subscribe((event: StoreChangeEvent) => {
       if (ended || event.kind !== kind) return;
-      if (resumeAfter !== undefined && resumeAfter.dominates(event.position)) return;
+      if (after !== undefined && after.dominates(event.position)) return;
+      // Already in the partition's initial view (an uncommitted view holds the dirty cache
+      // entries a later flush emits; a committed one may hold a commit not yet completed).
+      const viewed = snapshot?.positions.get(partition.partition);
+      if (viewed !== undefined && viewed.dominates(event.position)) return;
       const position = event.position.copy();
       for (const change of event.changes) {
-        if (!matches(change.key)) continue;
-        merged = (merged ?? position.copy()).merge(position);
-        deliver({
-          key: change.key,
-          value: change.value,
-          partition: local.store.partition,
-          committed: event.kind === 'committed',
-          position,
-          resumeAfter: merged.copy(),
-        });
+        if (matches(change.key)) deliver({ key: change.key, value: change.value, partition: partition.partition, position });
       }
     });
   try {
-    for (const local of hosted) unsubscribes.push(listen(local));
+    for (const partition of hosted) unsubscribes.push(listen(partition));
+    if (request.initial === true) {
+      snapshot = takeInitialSnapshot(hosted, selector.type === 'keys' ? keysScope(selector.keys, store.partitions) : selector, {
+        readCommitted: request.readCommitted,
+        ...(after === undefined ? {} : { after }),
+      });
+    }
   } catch (error) {
     // A partition closing under us: release what was subscribed, or those listeners leak.
     for (const unsubscribe of unsubscribes) unsubscribe();
     throw error;
   }
 
+  /** Hands out a change; `joins`: its position becomes part of resumeAfter. */
+  const toEvent = (change: Pending, initial: boolean, joins: boolean): ChangeEvent => {
+    if (joins) merged = (merged ?? change.position.copy()).merge(change.position);
+    return {
+      key: change.key,
+      value: change.value,
+      partition: change.partition,
+      committed: request.readCommitted,
+      initial,
+      position: change.position,
+      resumeAfter: merged?.copy() ?? Position.empty(),
+    };
+  };
+
   const stop = (): void => {
     if (ended) return;
     ended = true;
     for (const unsubscribe of unsubscribes) unsubscribe();
+    // Live events behind an unfinished initial listing would read as if the listing were complete.
+    if (listing) live.length = 0;
+    if (snapshot !== undefined) closing = snapshot.close().catch((error: unknown) => process.emitWarning(asError(error)));
   };
 
-  function deliver(event: ChangeEvent): void {
+  function deliver(change: Pending): void {
     if (waiting !== undefined) {
       const resolve = waiting;
       waiting = undefined;
       failWaiting = undefined;
-      resolve({ value: event, done: false });
+      resolve({ value: toEvent(change, false, true), done: false });
       return;
     }
-    if (buffer.length >= request.maxBuffered) {
+    if (live.length >= request.maxBuffered) {
       failure = new IqgateError('SUBSCRIPTION_OVERFLOW', `More than ${request.maxBuffered} events were waiting for this subscriber.`);
       stop();
       return;
     }
-    buffer.push(event);
+    live.push(change);
   }
 
+  async function pull(): Promise<IteratorResult<ChangeEvent>> {
+    if (listing && !ended) {
+      try {
+        const entry = await snapshot!.next();
+        if (entry !== undefined && !ended) return { value: toEvent(entry, true, entry.last), done: false };
+        if (entry === undefined) listing = false;
+      } catch (error) {
+        if (!ended) {
+          failure = error;
+          stop();
+        }
+      }
+    }
+    const change = live.shift();
+    if (change !== undefined) return { value: toEvent(change, false, true), done: false };
+    if (failure !== undefined) {
+      const error = failure;
+      failure = undefined;
+      await closing;
+      throw error;
+    }
+    if (ended) return { value: undefined, done: true };
+    return new Promise((resolve, reject) => {
+      waiting = resolve;
+      failWaiting = reject;
+    });
+  }
+
+  // One pull at a time: the initial listing reads its views sequentially.
+  let queue: Promise<unknown> = Promise.resolve();
   const iterator: AsyncIterableIterator<ChangeEvent> = {
     next(): Promise<IteratorResult<ChangeEvent>> {
-      const event = buffer.shift();
-      if (event !== undefined) return Promise.resolve({ value: event, done: false });
-      if (failure !== undefined) {
-        const error = failure;
-        failure = undefined;
-        return Promise.reject(error);
-      }
-      if (ended) return Promise.resolve({ value: undefined, done: true });
-      return new Promise((resolve, reject) => {
-        waiting = resolve;
-        failWaiting = reject;
-      });
+      const result = queue.then(pull);
+      queue = result.catch(() => undefined);
+      return result;
     },
-    return(): Promise<IteratorResult<ChangeEvent>> {
+    async return(): Promise<IteratorResult<ChangeEvent>> {
       stop();
-      buffer.length = 0;
+      live.length = 0;
       waiting?.({ value: undefined, done: true });
       waiting = undefined;
       failWaiting = undefined;
-      return Promise.resolve({ value: undefined, done: true });
+      await closing;
+      return { value: undefined, done: true };
     },
-    throw(error?: unknown): Promise<IteratorResult<ChangeEvent>> {
+    async throw(error?: unknown): Promise<IteratorResult<ChangeEvent>> {
       stop();
       failWaiting?.(error);
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      await closing;
+      throw asError(error);
     },
     [Symbol.asyncIterator]() {
       return iterator;
@@ -169,3 +246,6 @@ function matcher(selector: ChangeSelector, keySet: Set<string> | undefined): (ke
   return (key) => (from === undefined || Buffer.compare(key, from) >= 0) && (to === undefined || Buffer.compare(key, to) <= 0);
 }
 
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
