@@ -1,5 +1,6 @@
 /**
- * The `changes` subscription: a live feed from query/change-stream.ts, served by yoga over SSE.
+ * The `changes` subscription: a live feed from query/change-stream.ts (optionally starting with
+ * the current state, `initial`), served by yoga over SSE.
  */
 import { IqgateError } from '../errors.js';
 import { openChangeStream, type ChangeEvent, type ChangeSelector } from '../query/change-stream.js';
@@ -17,6 +18,7 @@ interface ChangesArgs {
   readonly partitions?: readonly number[] | null;
   readonly readCommitted?: boolean | null;
   readonly after?: Position | null;
+  readonly initial?: boolean | null;
 }
 
 export const subscriptionResolvers = {
@@ -38,6 +40,7 @@ export const subscriptionResolvers = {
           store: store.name,
           selector,
           readCommitted: args.readCommitted ?? true,
+          initial: args.initial ?? false,
           maxBuffered: context.options.maxBufferedEvents,
           ...(args.after == null ? {} : { after: args.after }),
           ...(partitions === undefined ? {} : { partitions }),
@@ -49,6 +52,7 @@ export const subscriptionResolvers = {
             deleted: event.value === null,
             partition: event.partition,
             committed: event.committed,
+            initial: event.initial,
             position: event.position,
             resumeAfter: event.resumeAfter,
           },

@@ -244,6 +244,58 @@ export async function checkSubscriptions(f: Fixture, client: Client): Promise<vo
   resumed.close();
 }
 
+/**
+ * `initial: true`: the current state first (a prefix: partition after partition, key-byte
+ * order within each; keys: absent ones as deletes), then the live changes, the first of them
+ * committed right after subscribing; a resume in the middle of a partition lists it again.
+ */
+export async function checkInitialSubscriptions(f: Fixture, client: Client): Promise<void> {
+  const keys = Array.from({ length: 16 }, (_, i) => `init-${i}`);
+  for (const key of keys) f.put('words', key, { key });
+  await f.commit();
+  const partitionOf = (key: string) => f.partitionOf('words', key);
+  const listing = [...keys].sort((a, b) => partitionOf(a) - partitionOf(b) || Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const partitions = [...new Set(listing.map(partitionOf))];
+  // The cut: the second entry of the second partition listed.
+  const cutPartition = partitions[1]!;
+  const cut = listing.findIndex((key) => partitionOf(key) === cutPartition) + 1;
+  expect(partitionOf(listing[cut]!)).toBe(cutPartition);
+  const query = `subscription($after: Position) {
+    changes(store: "words", prefix: "init-", initial: true, after: $after) { key value deleted initial partition position resumeAfter }
+  }`;
+  const listened = () => f.tasks.every((task) => task.store('words').listenerCount() > 0);
+  const released = () => f.tasks.every((task) => task.store('words').listenerCount() === 0);
+
+  const first = await subscribe<any>(client.fetch, client.url, query);
+  const seen: any[] = [];
+  for (let i = 0; i <= cut; i++) seen.push((await first.next()).changes);
+  expect(seen.map((e) => [e.key, e.partition, e.initial, e.deleted])).toEqual(listing.slice(0, cut + 1).map((key) => [key, partitionOf(key), true, false]));
+  expect(seen[0].value).toEqual({ key: seen[0].key });
+  first.close();
+  await waitUntil(released);
+
+  // Resumed from the middle of the second partition: the first is skipped (it did not move and
+  // its last entry was delivered), the second is listed again from its start.
+  const resumed = await subscribe<any>(client.fetch, client.url, query, { after: seen[cut].resumeAfter });
+  await waitUntil(listened);
+  f.put('words', 'init-new', { key: 'init-new' });
+  await f.commit();
+  const relisted = listing.filter((key) => partitionOf(key) !== partitions[0]);
+  const events: any[] = [];
+  for (let i = 0; i <= relisted.length; i++) events.push((await resumed.next()).changes);
+  expect(events.map((e) => [e.key, e.initial])).toEqual([...relisted.map((key) => [key, true]), ['init-new', false]]);
+  expect(events.at(-1)).toMatchObject({ value: { key: 'init-new' }, deleted: false, partition: partitionOf('init-new') });
+  resumed.close();
+  await waitUntil(released);
+
+  const byKeys = await subscribe<any>(client.fetch, client.url, 'subscription { changes(store: "words", keys: ["init-3", "init-absent"], initial: true) { key value deleted initial } }');
+  const initial = [(await byKeys.next()).changes, (await byKeys.next()).changes];
+  expect(initial).toHaveLength(2);
+  expect(initial).toContainEqual({ key: 'init-3', value: { key: 'init-3' }, deleted: false, initial: true });
+  expect(initial).toContainEqual({ key: 'init-absent', value: null, deleted: true, initial: true });
+  byKeys.close();
+}
+
 function waitForListener(f: Fixture, key: string): Promise<void> {
   const partition = f.partitionOf('words', key);
   return waitUntil(() => listenerCount(f, partition) > 0);

@@ -8,6 +8,7 @@ import { createFixture, gql, type Fetch, type Fixture } from './gateway-fixture.
 import {
   checkBadInput,
   checkBounds,
+  checkInitialSubscriptions,
   checkIsolation,
   checkKeyTyping,
   checkPagination,
@@ -49,6 +50,10 @@ describe('the GraphQL gateway through yoga.fetch', () => {
 
   it('streams committed changes over SSE in order and resumes after a position', async () => {
     await checkSubscriptions(f, client);
+  });
+
+  it('starts a subscription with the current state over SSE, then live changes, and lists a partition again when resumed in its middle', async () => {
+    await checkInitialSubscriptions(f, client);
   });
 
   it('rejects bad input with coded errors and keeps serving', async () => {
