@@ -27,7 +27,7 @@ import { IqgateError } from '../errors.js';
 import { Position } from '../store/position.js';
 import type { Bytes, StoreChangeEvent } from '../store/types.js';
 import { keysScope, takeInitialSnapshot, type InitialSnapshot } from './initial-snapshot.js';
-import { partitionForKey } from './murmur2.js';
+import { partitionForKey } from '../murmur2.js';
 import type { ScanSpec } from './query-types.js';
 import type { StateProvider } from './state-provider.js';
 

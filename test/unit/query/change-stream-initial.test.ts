@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isIqgateError } from '../../../src/errors.js';
 import { openChangeStream, type ChangeEvent, type ChangeStreamRequest } from '../../../src/query/change-stream.js';
-import { partitionForKey } from '../../../src/query/murmur2.js';
+import { partitionForKey } from '../../../src/murmur2.js';
 import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
 import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
 import { Position } from '../../../src/store/position.js';
