@@ -60,6 +60,28 @@ describe('the GraphQL gateway through yoga.fetch', () => {
     await checkBadInput(f, client);
   });
 
+  it('serves the rest of a page around a stored key that does not decode, failing that key alone with DECODE_FAILED', async () => {
+    for (const n of [1, 2, 3, 4, 5, 6]) f.put('ints', n, `v${n}`);
+    // 3 bytes: no int32 (a key written by another serde, or damaged on disk).
+    const bad = Buffer.from([0x80, 0x00, 0x03]);
+    f.tasks[0]!.store('ints').put(bad, Buffer.from('odd'), { topic: 'input', partition: 0, offset: 100 });
+    await f.commit();
+    const query = 'query($after: String) { range(store: "ints", first: 4, after: $after) { edges { cursor node { key value } } pageInfo { hasNextPage endCursor } } }';
+    const keys: unknown[] = [];
+    const errors: Array<[unknown, unknown]> = [];
+    let after: string | null = null;
+    for (let page = 0; page < 3; page++) {
+      const result: any = await gql(client.fetch, client.url, query, { after });
+      keys.push(...result.data.range.edges.map((e: any) => e.node.key));
+      for (const error of result.errors ?? []) errors.push([error.extensions.code, error.path.slice(2)]);
+      if (!result.data.range.pageInfo.hasNextPage) break;
+      after = result.data.range.pageInfo.endCursor;
+    }
+    // 0x80 0x00 0x03 sorts after every order-preserving int32 of 1..6 (0x80 00 00 0x).
+    expect(keys).toEqual([1, 2, 3, 4, 5, 6, null]);
+    expect(errors).toEqual([['DECODE_FAILED', [2, 'node', 'key']]]);
+  });
+
   it('batches the keys of one request into one getMany per partition', async () => {
     for (let i = 0; i < 12; i++) f.put('words', `b${i}`, i);
     await f.commit();
