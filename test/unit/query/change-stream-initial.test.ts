@@ -1,46 +1,25 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isIqgateError } from '../../../src/errors.js';
 import { openChangeStream, type ChangeEvent, type ChangeStreamRequest } from '../../../src/query/change-stream.js';
-import { partitionForKey } from '../../../src/murmur2.js';
-import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
-import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
 import { Position } from '../../../src/store/position.js';
-import { serdes } from '../../../src/store/serdes.js';
-import type { KeyValue, ReadView, Serde, StoreEngine, TaskStores } from '../../../src/store/types.js';
+import type { KeyValue, ReadView, TaskStores } from '../../../src/store/types.js';
+import { createKvFixture, type KvFixture } from './change-stream-fixture.js';
 
-let engine: StoreEngine;
-let tasks: TaskStores[] = [];
+let kv: KvFixture | undefined;
+let tasks: readonly TaskStores[] = [];
 
 async function setup(partitions = 3) {
-  engine = createInMemoryStoreEngine();
-  const provider = new StaticStateProvider({
-    stores: [{ name: 'kv', keySerde: serdes.string as Serde<unknown>, valueSerde: serdes.string as Serde<unknown>, partitions }],
-  });
-  tasks = [];
-  for (let p = 0; p < partitions; p++) {
-    const task = await engine.openTask(`t${p}`, [{ name: 'kv', partition: p }]);
-    tasks.push(task);
-    provider.addTask(task);
-  }
-  const offsets = new Array<number>(partitions).fill(0);
-  const partitionOf = (key: string): number => partitionForKey(Buffer.from(key), partitions);
-  const put = (key: string, value: string | null): void => {
-    const p = partitionOf(key);
-    const source = { topic: 'in', partition: p, offset: offsets[p]!++ };
-    if (value === null) tasks[p]!.store('kv').delete(Buffer.from(key), source);
-    else tasks[p]!.store('kv').put(Buffer.from(key), Buffer.from(value), source);
-  };
-  const commit = async () => {
-    for (const t of tasks) await t.commit({});
-  };
+  kv = await createKvFixture(partitions);
+  tasks = kv.tasks;
+  const provider = kv.provider;
   const open = (request: Partial<ChangeStreamRequest> & Pick<ChangeStreamRequest, 'selector'>) =>
     reader(openChangeStream(provider, { store: 'kv', readCommitted: true, maxBuffered: 100, initial: true, ...request }));
-  return { provider, put, commit, open, partitionOf };
+  return { provider, put: kv.put, commit: kv.commit, open, partitionOf: kv.partitionOf };
 }
 
 afterEach(async () => {
-  for (const task of tasks) await task.close();
-  await engine.close();
+  await kv?.close();
+  kv = undefined;
 });
 
 const keys = (...list: string[]) => ({ type: 'keys' as const, keys: list.map((k) => Buffer.from(k)) });

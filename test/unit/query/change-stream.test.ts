@@ -1,43 +1,21 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openChangeStream } from '../../../src/query/change-stream.js';
-import { partitionForKey } from '../../../src/murmur2.js';
-import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
-import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
-import { serdes } from '../../../src/store/serdes.js';
-import type { Serde, StoreEngine, TaskStores } from '../../../src/store/types.js';
+import type { TaskStores } from '../../../src/store/types.js';
+import { createKvFixture, type KvFixture } from './change-stream-fixture.js';
 import { isIqgateError } from '../../../src/errors.js';
 
-let engine: StoreEngine;
-let tasks: TaskStores[] = [];
+let kv: KvFixture | undefined;
+let tasks: readonly TaskStores[] = [];
 
 async function setup(partitions = 2) {
-  engine = createInMemoryStoreEngine();
-  const provider = new StaticStateProvider({
-    stores: [{ name: 'kv', keySerde: serdes.string as Serde<unknown>, valueSerde: serdes.string as Serde<unknown>, partitions }],
-  });
-  tasks = [];
-  for (let p = 0; p < partitions; p++) {
-    const task = await engine.openTask(`t${p}`, [{ name: 'kv', partition: p }]);
-    tasks.push(task);
-    provider.addTask(task);
-  }
-  const offsets = new Array<number>(partitions).fill(0);
-  const put = (key: string, value: string | null): void => {
-    const bytes = Buffer.from(key);
-    const p = partitionForKey(bytes, partitions);
-    const source = { topic: 'in', partition: p, offset: offsets[p]!++ };
-    if (value === null) tasks[p]!.store('kv').delete(bytes, source);
-    else tasks[p]!.store('kv').put(bytes, Buffer.from(value), source);
-  };
-  const commit = async () => {
-    for (const t of tasks) await t.commit({});
-  };
-  return { provider, put, commit };
+  kv = await createKvFixture(partitions);
+  tasks = kv.tasks;
+  return { provider: kv.provider, put: kv.put, commit: kv.commit };
 }
 
 afterEach(async () => {
-  for (const task of tasks) await task.close();
-  await engine.close();
+  await kv?.close();
+  kv = undefined;
 });
 
 describe('openChangeStream', () => {
