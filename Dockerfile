@@ -1,6 +1,9 @@
 # iqgate as a container (for users; the development machines have no Docker engine).
 # Point it at your Kafka cluster with KAFKA_BROKERS; the GraphQL endpoint listens on PORT.
 #   docker build -t iqgate . && docker run -e KAFKA_BROKERS=kafka:9092 -p 4000:4000 iqgate
+# That runs the wordcount demo; for your own topology (README "Run your own application"):
+#   docker run -e KAFKA_BROKERS=kafka:9092 -e IQGATE_APP=/app/apps/my-app.ts \
+#     -v $PWD/my-app.ts:/app/apps/my-app.ts -p 4000:4000 iqgate
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production PORT=4000 HOST=0.0.0.0 IQGATE_STATE_DIR=/var/lib/iqgate

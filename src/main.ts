@@ -1,24 +1,27 @@
 /**
- * `npm start`: the iqgate demo in one process.
+ * `npm start`: iqgate in one process.
  *  1. a local Kafka broker (scripts/kafka/broker.ts), unless KAFKA_BROKERS names one;
- *  2. the wordcount example (examples/wordcount) on the processing runtime, exactly-once,
- *     with its `word-counts` store in LevelDB, fed by a small line generator;
+ *  2. your application (IQGATE_APP, a module whose default export is `defineApp({ topology })`,
+ *     see src/runtime/app-module.ts) or, without it, the wordcount demo (examples/wordcount,
+ *     its `word-counts` store fed by a small line generator), on the processing runtime with
+ *     its stores in LevelDB;
  *  3. the GraphQL gateway over the runtime's stores, listening on PORT (GraphiQL at /graphql).
  * SIGTERM/SIGINT stop everything in reverse order (the runtime commits what it processed).
  *
- * Environment (validated at start-up):
+ * Environment (validated at start-up; for IQGATE_APP it wins over the module's options):
  *   PORT                         4000
  *   HOST                         127.0.0.1 (0.0.0.0 in the Dockerfile)
  *   KAFKA_BROKERS                unset: start a local broker
+ *   IQGATE_APP                   path of your application module (.ts or .js); unset: the demo
  *   IQGATE_STATE_DIR             LevelDB directory; default .tmp/state/<app id> with an external
  *                                broker, a temporary directory with the local one (its topics
  *                                die with it, so must the state)
- *   IQGATE_APP_ID                iqgate-wordcount
- *   IQGATE_INPUT_TOPIC           wordcount-input   (created with 4 partitions if missing)
- *   IQGATE_OUTPUT_TOPIC          wordcount-output
- *   IQGATE_GUARANTEE             exactly_once | at_least_once (default exactly_once)
- *   IQGATE_DEMO_LINES_PER_SECOND 20 (0 disables the generator)
- *   IQGATE_LOG_LEVEL             info
+ *   IQGATE_APP_ID                the module's applicationId; iqgate-wordcount for the demo
+ *   IQGATE_INPUT_TOPIC           demo: wordcount-input   (created with 4 partitions if missing)
+ *   IQGATE_OUTPUT_TOPIC          demo: wordcount-output
+ *   IQGATE_GUARANTEE             exactly_once | at_least_once (default: the module's, else exactly_once)
+ *   IQGATE_DEMO_LINES_PER_SECOND demo: 20 (0 disables the generator)
+ *   IQGATE_LOG_LEVEL             default: the module's, else info
  *   IQGATE_ADVERTISED_URL        this instance's GraphQL URL as other instances reach it
  *                                (e.g. http://10.0.0.5:4000/graphql); set it on every instance
  *                                of a group and each forwards key lookups to the owner
@@ -33,7 +36,9 @@ import { runWordcount } from '../examples/wordcount/run-wordcount.js';
 import { IqgateError } from './errors.js';
 import { KafkaAdmin } from './kafka/kafka-admin.js';
 import { createKafka } from './kafka/kafka-client.js';
-import type { Runtime } from './runtime/runtime.js';
+import { loadApp, type LoadedApp } from './runtime/app-module.js';
+import { createRuntime, type Runtime } from './runtime/runtime.js';
+import type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { installShutdownHooks } from './runtime/shutdown-hooks.js';
 import { serve } from './serve.js';
 
@@ -42,13 +47,14 @@ const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   KAFKA_BROKERS: z.string().min(1).optional(),
   IQGATE_STATE_DIR: z.string().min(1).optional(),
-  IQGATE_APP_ID: z.string().regex(/^[a-zA-Z0-9._-]+$/).default('iqgate-wordcount'),
+  IQGATE_APP: z.string().min(1).optional(),
+  IQGATE_APP_ID: z.string().regex(/^[a-zA-Z0-9._-]+$/).optional(),
   IQGATE_INPUT_TOPIC: z.string().min(1).default('wordcount-input'),
   IQGATE_OUTPUT_TOPIC: z.string().min(1).default('wordcount-output'),
-  IQGATE_GUARANTEE: z.enum(['exactly_once', 'at_least_once']).default('exactly_once'),
+  IQGATE_GUARANTEE: z.enum(['exactly_once', 'at_least_once']).optional(),
   IQGATE_DEMO_LINES_PER_SECOND: z.coerce.number().int().min(0).max(100_000).default(20),
   IQGATE_ADVERTISED_URL: z.string().url().optional(),
-  IQGATE_LOG_LEVEL: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+  IQGATE_LOG_LEVEL: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).optional(),
 });
 
 function readEnv(): z.output<typeof envSchema> {
@@ -72,8 +78,14 @@ async function main(): Promise<void> {
   installShutdownHooks({ stop: stopAll });
 
   try {
+    // The application first: a module that does not load should fail before a broker starts.
+    const app = env.IQGATE_APP === undefined ? undefined : await loadApp(env.IQGATE_APP);
+    const applicationId = env.IQGATE_APP_ID ?? (app === undefined ? 'iqgate-wordcount' : app.applicationId);
+    if (applicationId === undefined) {
+      throw new IqgateError('INVALID_CONFIG', `IQGATE_APP=${env.IQGATE_APP ?? ''}: the module has no applicationId; export one or set IQGATE_APP_ID`);
+    }
     let brokers = env.KAFKA_BROKERS;
-    let stateDir = env.IQGATE_STATE_DIR ?? join('.tmp', 'state', env.IQGATE_APP_ID);
+    let stateDir = env.IQGATE_STATE_DIR ?? join('.tmp', 'state', applicationId);
     if (brokers === undefined) {
       // Tooling, loaded only when needed: a deployment points KAFKA_BROKERS at its cluster.
       const { startBroker } = await import('../scripts/kafka/broker.js');
@@ -90,38 +102,15 @@ async function main(): Promise<void> {
     }
     const brokerList = brokers.split(',').map((b) => b.trim());
 
-    const admin = new KafkaAdmin(createKafka({ brokers: brokerList, clientId: `${env.IQGATE_APP_ID}-setup` }));
-    try {
-      await admin.ensureTopics([
-        { topic: env.IQGATE_INPUT_TOPIC, partitions: PARTITIONS, compacted: false },
-        { topic: env.IQGATE_OUTPUT_TOPIC, partitions: PARTITIONS, compacted: false },
-      ]);
-    } finally {
-      await admin.close();
-    }
-
-    let feed: DemoFeed | undefined;
-    if (env.IQGATE_DEMO_LINES_PER_SECOND > 0) {
-      feed = await startDemoFeed({
-        brokers: brokerList,
-        topic: env.IQGATE_INPUT_TOPIC,
-        linesPerSecond: env.IQGATE_DEMO_LINES_PER_SECOND,
-        onError: (error) => console.error('demo feed stopped:', error),
-      });
-      const running = feed;
-      stops.push(() => running.stop());
-    }
-
-    const runtime: Runtime = await runWordcount({
+    const common = {
       brokers: brokerList,
-      applicationId: env.IQGATE_APP_ID,
-      inputTopic: env.IQGATE_INPUT_TOPIC,
-      outputTopic: env.IQGATE_OUTPUT_TOPIC,
+      applicationId,
       stateDir,
-      processingGuarantee: env.IQGATE_GUARANTEE,
-      logLevel: env.IQGATE_LOG_LEVEL,
+      ...(env.IQGATE_GUARANTEE === undefined ? {} : { processingGuarantee: env.IQGATE_GUARANTEE }),
+      ...(env.IQGATE_LOG_LEVEL === undefined ? {} : { logLevel: env.IQGATE_LOG_LEVEL }),
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
-    });
+    };
+    const runtime = app === undefined ? await startDemo(env, common, stops) : await startApp(app, common);
     stops.push(() => runtime.stop());
     runtime.done.catch((error: unknown) => {
       console.error('the runtime failed:', error);
@@ -131,13 +120,53 @@ async function main(): Promise<void> {
     const server = await serve(runtime, { port: env.PORT, host: env.HOST });
     stops.push(() => server.close());
 
-    console.log(`iqgate is serving the wordcount store "word-counts" (${PARTITIONS} partitions, state in ${stateDir})`);
+    const stores = runtime.storeDefinitions().map((store) => `"${store.storeName}"`).join(', ');
+    console.log(`iqgate is serving ${applicationId}: stores ${stores} (state in ${stateDir})`);
     console.log(`GraphiQL: ${server.url}`);
-    console.log(`Try: { get(store: "word-counts", key: "kafka", readCommitted: false) { value position } }`);
+    if (app === undefined) console.log(`Try: { get(store: "word-counts", key: "kafka", readCommitted: false) { value position } }`);
   } catch (error) {
     await stopAll();
     throw error;
   }
+}
+
+/** What the environment decides, for the demo and for IQGATE_APP alike. */
+type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl'> & {
+  readonly brokers: string[];
+  readonly applicationId: string;
+  readonly stateDir: string;
+};
+
+/** Your application: its topology and options, the environment's settings on top. */
+async function startApp(app: LoadedApp, common: CommonOptions): Promise<Runtime> {
+  const runtime = createRuntime({ ...app.options, ...common, topology: app.topology });
+  await runtime.start();
+  return runtime;
+}
+
+/** The demo: wordcount's topics (created if missing), the line generator, the wordcount runtime. */
+async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions, stops: Array<() => Promise<void>>): Promise<Runtime> {
+  const brokerList = common.brokers;
+  const inputTopic = env.IQGATE_INPUT_TOPIC;
+  const admin = new KafkaAdmin(createKafka({ brokers: brokerList, clientId: `${common.applicationId}-setup` }));
+  try {
+    await admin.ensureTopics([
+      { topic: inputTopic, partitions: PARTITIONS, compacted: false },
+      { topic: env.IQGATE_OUTPUT_TOPIC, partitions: PARTITIONS, compacted: false },
+    ]);
+  } finally {
+    await admin.close();
+  }
+  if (env.IQGATE_DEMO_LINES_PER_SECOND > 0) {
+    const feed: DemoFeed = await startDemoFeed({
+      brokers: brokerList,
+      topic: inputTopic,
+      linesPerSecond: env.IQGATE_DEMO_LINES_PER_SECOND,
+      onError: (error) => console.error('demo feed stopped:', error),
+    });
+    stops.push(() => feed.stop());
+  }
+  return runWordcount({ ...common, inputTopic, outputTopic: env.IQGATE_OUTPUT_TOPIC, logLevel: common.logLevel ?? 'info' });
 }
 
 main().catch((error: unknown) => {

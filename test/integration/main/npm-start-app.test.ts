@@ -1,0 +1,85 @@
+/**
+ * `IQGATE_APP=./my-app.ts npm start`, the sidecar mode: src/main.ts in a child process runs the
+ * user's application module (test/fixtures/apps/accounts-app.ts, a table materialized into the
+ * store `balances`) instead of the demo, serves its store, and stops cleanly on SIGTERM. A module
+ * that does not load stops start-up with INVALID_CONFIG before anything else starts.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postGraphQL } from '../../support/graphql.js';
+import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+
+const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-main-app-'));
+let child: ChildProcess | undefined;
+afterAll(() => {
+  if (child?.exitCode === null) child.kill('SIGKILL');
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe('npm start with IQGATE_APP', () => {
+  it('runs the application module and serves its stores over GraphQL', async () => {
+    const app = uniqueName('accounts');
+    const topic = `${app}-in`;
+    const kafka = testKafka();
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3 }] });
+    await admin.disconnect();
+
+    let output = '';
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: {
+        ...process.env,
+        PORT: '0',
+        KAFKA_BROKERS: kafkaBrokers().join(','),
+        IQGATE_APP: 'test/fixtures/apps/accounts-app.ts',
+        ACCOUNTS_APP_ID: app,
+        ACCOUNTS_TOPIC: topic,
+        IQGATE_STATE_DIR: stateDir,
+        IQGATE_LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitFor(() => /GraphiQL: (\S+)/.test(output) || child?.exitCode !== null, 90_000);
+    const url = /GraphiQL: (\S+)/.exec(output)?.[1];
+    expect(url, output).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/graphql$/);
+    expect(output).toContain(`iqgate is serving ${app}: stores "balances"`);
+
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic, messages: [
+      { key: 'alice', value: JSON.stringify({ balance: 10 }) },
+      { key: 'bob', value: JSON.stringify({ balance: 5 }) },
+      { key: 'alice', value: JSON.stringify({ balance: 12 }) },
+    ] });
+    await producer.disconnect();
+
+    type Answer = { alice: { value: unknown }; bob: { value: unknown } };
+    let answer: Answer | undefined;
+    await waitFor(async () => {
+      answer = await postGraphQL<Answer>(url!, '{ alice: get(store: "balances", key: "alice") { value } bob: get(store: "balances", key: "bob") { value } }');
+      return answer.bob.value !== null && (answer.alice.value as { balance?: number } | null)?.balance === 12;
+    }, 60_000, 200);
+    expect(answer).toEqual({ alice: { value: { balance: 12 } }, bob: { value: { balance: 5 } } });
+    const stores = await postGraphQL<{ stores: Array<{ name: string; partitions: number }> }>(url!, '{ stores { name partitions } }');
+    expect(stores.stores).toEqual([expect.objectContaining({ name: 'balances', partitions: 3 })]);
+
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => child!.once('exit', (exitCode) => resolve(exitCode)));
+    expect(code, output).toBe(0);
+  });
+
+  it('stops with INVALID_CONFIG, before starting a broker, when the module does not load', () => {
+    const environment: NodeJS.ProcessEnv = { ...process.env, IQGATE_APP: 'test/fixtures/apps/no-such-app.ts', PORT: '0' };
+    delete environment.KAFKA_BROKERS;
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: environment, encoding: 'utf8', timeout: 60_000 });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('iqgate: INVALID_CONFIG: IQGATE_APP=test/fixtures/apps/no-such-app.ts: no such module');
+    expect(result.stdout).not.toContain('starting a local Kafka broker');
+  });
+});
