@@ -42,6 +42,7 @@ export type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 export { installShutdownHooks } from './runtime/shutdown-hooks.js';
 export { defineApp, loadApp, type AppDefinition, type LoadedApp } from './runtime/app-module.js';
 export { RuntimeStateProvider } from './runtime/runtime-state-provider.js';
+export { registerProcessingMetrics } from './runtime/processing-metrics-exporter.js';
 
 // queries and the gateway
 export { QueryEngine } from './query/query-engine.js';

@@ -2,18 +2,22 @@
  * The GraphQL gateway as a value: a graphql-yoga server over the query engine, built without
  * listening (main.ts, tests and benchmarks hand it to node:http, or call `yoga.fetch`).
  * GraphiQL is on; graphql-armor bounds depth, cost, aliases, directives and tokens; each of
- * its rejections gets a stable code; other errors are masked (mask-error.ts).
+ * its rejections gets a stable code; other errors are masked (mask-error.ts). Besides the
+ * GraphQL endpoint: GET /health (liveness), GET /ready (200 while the instance serves, else
+ * 503) and, given a registry, GET /metrics.
  */
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { GraphQLError } from 'graphql';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
-import { createSchema, createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { createSchema, createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
 import type { ErrorCode } from '../errors.js';
 import { QueryEngine } from '../query/query-engine.js';
+import { isServing } from '../query/state-provider.js';
 import type { GatewayContext } from './gateway-context.js';
 import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './gateway-options.js';
 import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
+import { useMetricsEndpoint } from './metrics-endpoint.js';
 import { queryResolvers } from './query-resolvers.js';
 import { useRequestErrorCodes } from './request-error-codes.js';
 import { JSONScalar, KeyScalar, PositionScalar } from './scalars.js';
@@ -59,6 +63,10 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     context,
     plugins: [
       useRequestErrorCodes(),
+      // GET /health (yoga's own) answers while the process lives; GET /ready only while the
+      // instance serves queries (RUNNING or REBALANCING), for load balancers and Kubernetes.
+      useReadinessCheck({ endpoint: '/ready', check: () => isServing(options.provider.instanceState()) }),
+      ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics)]),
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },
         costLimit: { maxCost: options.maxCost, onReject: coded('QUERY_TOO_COSTLY') },

@@ -2,6 +2,7 @@
  * The gateway's options, with their defaults in one place.
  */
 import type { StateProvider } from '../query/state-provider.js';
+import type { Registry } from 'prom-client';
 
 export interface GatewayOptions {
   /** Where the state comes from: the runtime, or a StaticStateProvider when embedding. */
@@ -43,9 +44,17 @@ export interface GatewayOptions {
    * written to stderr when `logging` is on.
    */
   readonly onPartitionError?: (error: unknown, context: { readonly partition: number }) => void;
+  /**
+   * A prom-client registry answered at GET /metrics (Prometheus text format). serve() passes one
+   * holding the runtime's processing metrics and Node's process metrics. Default: no /metrics.
+   */
+  readonly metrics?: Registry;
 }
 
-export type ResolvedGatewayOptions = Required<Omit<GatewayOptions, 'schemaPath'>> & { readonly schemaPath: string | undefined };
+export type ResolvedGatewayOptions = Required<Omit<GatewayOptions, 'schemaPath' | 'metrics'>> & {
+  readonly schemaPath: string | undefined;
+  readonly metrics: Registry | undefined;
+};
 
 function logPartitionError(error: unknown, context: { readonly partition: number }): void {
   console.error(`[iqgate] reading partition ${context.partition} failed:`, error);
@@ -67,6 +76,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     graphiql: options.graphiql ?? true,
     graphqlEndpoint: options.graphqlEndpoint ?? '/graphql',
     schemaPath: options.schemaPath,
+    metrics: options.metrics,
     logging: options.logging ?? true,
     onPartitionError: options.onPartitionError ?? ((options.logging ?? true) ? logPartitionError : () => undefined),
   };

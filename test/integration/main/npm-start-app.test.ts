@@ -1,7 +1,8 @@
 /**
  * `IQGATE_APP=./my-app.ts npm start`, the sidecar mode: src/main.ts in a child process runs the
  * user's application module (test/fixtures/apps/accounts-app.ts, a table materialized into the
- * store `balances`) instead of the demo, serves its store, and stops cleanly on SIGTERM. A module
+ * store `balances`) instead of the demo, serves its store with /ready, /health and /metrics
+ * beside it, and stops cleanly on SIGTERM. A module
  * that does not load stops start-up with INVALID_CONFIG before anything else starts.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -68,6 +69,15 @@ describe('npm start with IQGATE_APP', () => {
     expect(answer).toEqual({ alice: { value: { balance: 12 } }, bob: { value: { balance: 5 } } });
     const stores = await postGraphQL<{ stores: Array<{ name: string; partitions: number }> }>(url!, '{ stores { name partitions } }');
     expect(stores.stores).toEqual([expect.objectContaining({ name: 'balances', partitions: 3 })]);
+
+    // Beside /graphql: readiness, liveness and Prometheus metrics of the running application.
+    const base = url!.replace(/\/graphql$/, '');
+    expect((await fetch(`${base}/ready`)).status).toBe(200);
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(Number(/^iqgate_commits_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
+    expect(metrics).toMatch(/^iqgate_tasks\{state="RUNNING"\} 3$/m);
+    expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
 
     child.kill('SIGTERM');
     const code = await new Promise<number | null>((resolve) => child!.once('exit', (exitCode) => resolve(exitCode)));

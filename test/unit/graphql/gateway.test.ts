@@ -2,6 +2,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { GraphQLError } from 'graphql';
 import { IqgateError } from '../../../src/errors.js';
+import { Counter, Registry } from 'prom-client';
+import { createGateway } from '../../../src/graphql/create-gateway.js';
 import { maskError } from '../../../src/graphql/mask-error.js';
 import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
 import { createFixture, gql, type Fetch, type Fixture } from './gateway-fixture.js';
@@ -164,6 +166,32 @@ describe('the GraphQL gateway through yoga.fetch', () => {
     ]);
     expect(result.data.range.partitions[0].position).toEqual({ input: { '0': expect.any(Number) } });
     expect(result.data.range.edges.every((e: any) => e.node.partition === 0)).toBe(true);
+  });
+
+  it('answers GET /health while alive, and GET /ready with 200 only while the instance serves', async () => {
+    const get = (path: string) => f.gateway.fetch(`http://gateway.test${path}`, { method: 'GET' });
+    expect((await get('/health')).status).toBe(200);
+    expect((await get('/ready')).status).toBe(200);
+    f.provider.setInstanceState('REBALANCING');
+    expect((await get('/ready')).status).toBe(200);
+    f.provider.setInstanceState('STARTING');
+    expect((await get('/ready')).status).toBe(503);
+    expect((await get('/health')).status).toBe(200);
+    f.provider.setInstanceState('ERROR');
+    expect((await get('/ready')).status).toBe(503);
+    expect((await get('/metrics')).status).toBe(404); // no registry given
+  });
+
+  it('serves a given prom-client registry at GET /metrics in the Prometheus text format', async () => {
+    const registry = new Registry();
+    const counter = new Counter({ name: 'test_things_total', help: 'Things.', registers: [registry] });
+    counter.inc(3);
+    const withMetrics = createGateway({ provider: f.provider, logging: false, metrics: registry });
+    const response = await withMetrics.fetch('http://gateway.test/metrics', { method: 'GET' });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe(registry.contentType);
+    expect(await response.text()).toMatch(/^test_things_total 3$/m);
+    expect((await withMetrics.fetch('http://gateway.test/metrics', { method: 'POST' })).status).toBe(405);
   });
 
   it('masks unexpected errors and answers NOT_STARTED before the instance runs', async () => {
