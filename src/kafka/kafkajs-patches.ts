@@ -43,10 +43,15 @@
  * zero-filled 512-byte Encoder plus one per header and a temporary Buffer per varint, with 64-bit
  * `Long` emulation for the timestamp delta. `record-encoder.ts` writes the same bytes into one
  * exact-size buffer.
+ *
+ * 6. Topic metadata (memory): each kafkajs client keeps its own copy of the metadata of every
+ * partition of the topics it uses; with one producer per task that is N² objects at N tasks.
+ * `shared-metadata.ts` makes all clients of the process share one frozen copy per topic.
  */
 import { createRequire, Module } from 'node:module';
 import { IqgateError } from '../errors.js';
 import { encodeRecord } from './record-encoder.js';
+import { installSharedMetadata } from './shared-metadata.js';
 
 interface RawMessage {
   readonly offset: string;
@@ -122,6 +127,7 @@ function install(file: string, replacement: unknown): void {
 install('kafkajs/src/consumer/filterAbortedMessages.js', filterAbortedMessages);
 install('kafkajs/src/producer/groupMessagesPerPartition.js', groupMessagesPerPartition);
 install('kafkajs/src/protocol/recordBatch/record/v0/index.js', encodeRecord);
+installSharedMetadata();
 
 let verified = false;
 
