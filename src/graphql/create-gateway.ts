@@ -8,7 +8,6 @@
  */
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { GraphQLError } from 'graphql';
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createSchema, createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
 import type { ErrorCode } from '../errors.js';
 import { QueryEngine } from '../query/query-engine.js';
@@ -55,8 +54,9 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     graphqlEndpoint: options.graphqlEndpoint,
     graphiql: options.graphiql,
     // Yoga's default GraphiQL page loads its scripts from a CDN; a sidecar behind a firewall or
-    // an offline dashboard would show a blank page. render-graphiql inlines them.
-    renderGraphiQL,
+    // an offline dashboard would show a blank page. render-graphiql inlines them — 30 MB of
+    // source held in memory once loaded, so it is loaded by the first GraphiQL request only.
+    renderGraphiQL: async (graphiqlOptions) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(graphiqlOptions),
     logging: options.logging,
     landingPage: false,
     maskedErrors: { maskError: (error) => maskError(error) },
