@@ -45,7 +45,11 @@ export class BrokerError extends Error {
 export interface BrokerOptions {
   /** Where the jars are cached. Default: $IQGATE_CACHE_DIR or ~/.cache/iqgate. */
   cacheDir?: string;
-  /** Where the broker keeps its log segments. Default: a new temporary directory, removed on stop. */
+  /**
+   * Where the broker keeps its log segments. Default: a new temporary directory, removed on stop.
+   * A given directory is kept on stop, and a later start on it (same `ports`) restarts the same
+   * broker with its logs, offsets and transactions.
+   */
   dataDir?: string;
   /** Maximum time to wait until the broker answers describeCluster. Default 90 s. */
   startTimeoutMs?: number;
@@ -130,6 +134,20 @@ export function clusterId(): string {
   for (;;) {
     const id = randomBytes(16).toString('base64url');
     if (!id.startsWith('-')) return id;
+  }
+}
+
+/**
+ * The cluster id a data directory was formatted with (its `logs/meta.properties`), if any.
+ * Restarting a broker on the same `dataDir` must format with that id: StorageTool's
+ * `--ignore-formatted` skips a formatted directory only when the ids agree, and fails
+ * ("Invalid cluster.id … Expected …, but read …") otherwise.
+ */
+export function formattedClusterId(dataDir: string): string | undefined {
+  try {
+    return /^cluster\.id=(.+)$/m.exec(readFileSync(join(dataDir, 'logs', 'meta.properties'), 'utf8'))?.[1]?.trim();
+  } catch {
+    return undefined;
   }
 }
 
@@ -299,7 +317,7 @@ async function startBrokerOnce(options: BrokerOptions): Promise<RunningBroker> {
   const classpath = `${libs}/*`;
   const log4j = `-Dlog4j2.configurationFile=${join(here, 'log4j2.properties')}`;
 
-  const format = spawnSync('java', [log4j, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', propertiesFile, '--ignore-formatted'], {
+  const format = spawnSync('java', [log4j, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', formattedClusterId(dataDir) ?? clusterId(), '-c', propertiesFile, '--ignore-formatted'], {
     encoding: 'utf8',
     env: javaEnv(),
   });

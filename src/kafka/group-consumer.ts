@@ -11,6 +11,13 @@
  *   the next fetch: KAFKAJS-NOTES §1 "Hooks"); REBALANCING is the only early warning.
  * - maxWaitTimeInMs is short: while every partition is paused, kafkajs sleeps that long per
  *   fetch, and long polls are awaited before a rejoin (KAFKAJS-NOTES §1 caveat b).
+ * - A broker that goes away: once its retries are spent kafkajs "crashes" the consumer, drops
+ *   its ConsumerGroup (pause/resume/seek then throw "Consumer group was not initialized") and,
+ *   the error being retriable, restarts it as a new member (KAFKAJS-NOTES §1 "Crash and
+ *   restart"), again and again until the broker answers. Between the crash and the next join
+ *   pause/resume/seek are no-ops: the new member starts with no paused partitions and no
+ *   seeks, and the next GROUP_JOIN hands the task manager the assignment to pause and seek
+ *   afresh, exactly as after any rebalance.
  */
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { ConsumerHandlers, GroupConsumerPort, InputRecord, PartitionOwner, TopicPartition, TopicPartitionOffset } from '../processing/ports.js';
@@ -56,6 +63,8 @@ export function toInputRecord(topic: string, partition: number, message: KafkaMe
 export class KafkaGroupConsumer implements GroupConsumerPort {
   private readonly consumer: Consumer;
   private stopped = false;
+  /** A member of the group: from a GROUP_JOIN until kafkajs stops its ConsumerGroup (crash or stop). */
+  private joined = false;
   private readonly owners: PartitionOwnerTracker;
 
   constructor(kafka: Kafka, private readonly options: GroupConsumerOptions) {
@@ -91,14 +100,21 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
       for (const [topic, partitions] of Object.entries(event.payload.memberAssignment)) {
         for (const partition of partitions) assignment.push({ topic, partition });
       }
+      this.joined = true;
       handlers.onAssignment(assignment);
       // The group's map needs describeGroup (I/O): in the background, not in this listener.
       // Only members that advertise a URL take part in routing (without one nothing changes).
       if (this.options.advertisedUrl !== undefined) this.owners.refresh();
     });
     c.on(c.events.REBALANCING, () => handlers.onRebalancing());
+    // Emitted right after kafkajs drops its ConsumerGroup (`consumer/index.js` stop()).
+    c.on(c.events.STOP, () => {
+      this.joined = false;
+    });
     c.on(c.events.CRASH, (event) => {
-      if (!event.payload.restart && !this.stopped) handlers.onCrash(event.payload.error);
+      if (this.stopped) return;
+      if (event.payload.restart) handlers.onReconnecting?.(toIqgateError(event.payload.error, `consumer of group ${this.options.groupId}`));
+      else handlers.onCrash(event.payload.error);
     });
     try {
       await c.connect();
@@ -119,16 +135,18 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
     }
   }
 
+  // Without a group (crashed, restarting: see the module comment) there is nothing to pause,
+  // resume or seek; the next join's assignment re-applies what the tasks need.
   pause(partitions: readonly TopicPartition[]): void {
-    if (partitions.length > 0) this.consumer.pause(group(partitions));
+    if (partitions.length > 0 && this.joined) this.consumer.pause(group(partitions));
   }
 
   resume(partitions: readonly TopicPartition[]): void {
-    if (partitions.length > 0) this.consumer.resume(group(partitions));
+    if (partitions.length > 0 && this.joined) this.consumer.resume(group(partitions));
   }
 
   seek(position: TopicPartitionOffset): void {
-    this.consumer.seek({ topic: position.topic, partition: position.partition, offset: String(position.offset) });
+    if (this.joined) this.consumer.seek({ topic: position.topic, partition: position.partition, offset: String(position.offset) });
   }
 
   async commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {

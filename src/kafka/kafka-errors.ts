@@ -35,9 +35,14 @@ export function isFencedError(error: unknown): boolean {
     || e.type === 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED' || (e.type === 'KAFKAJS_UNKNOWN_ERROR_CODE' && /\b90\b/.test(e.message ?? '')));
 }
 
+/**
+ * The broker cannot be reached. KafkaJSNoBrokerAvailableError is what the consumer's fetch loop
+ * throws once it knows no broker at all (`fetchManager.js`), e.g. right after a broker it was
+ * connected to went away.
+ */
 export function isConnectionError(error: unknown): boolean {
   return chain(error).some((e) => e.name === 'KafkaJSConnectionError' || e.name === 'KafkaJSConnectionClosedError'
-    || e.name === 'KafkaJSBrokerNotFound' || e.name === 'KafkaJSRequestTimeoutError'
+    || e.name === 'KafkaJSBrokerNotFound' || e.name === 'KafkaJSNoBrokerAvailableError' || e.name === 'KafkaJSRequestTimeoutError'
     || e.code === 'ECONNREFUSED' || e.code === 'ENOTFOUND' || e.code === 'ETIMEDOUT' || e.code === 'EHOSTUNREACH');
 }
 

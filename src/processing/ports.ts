@@ -2,6 +2,8 @@
  * The ports through which processing/ talks to Kafka (DESIGN.md §2). src/kafka/ implements
  * them on kafkajs; the unit tests implement them in memory. Nothing here knows kafkajs.
  */
+import type { IqgateError } from '../errors.js';
+
 export interface TopicPartition {
   readonly topic: string;
   readonly partition: number;
@@ -57,6 +59,13 @@ export interface ConsumerHandlers {
   onRebalancing(): void;
   /** The consumer stopped for good (non-retriable error or retries exhausted). */
   onCrash(error: unknown): void;
+  /**
+   * The consumer lost its group through a retriable error — typically BROKER_UNAVAILABLE, the
+   * broker is away — and reconnects by itself (again and again, until it answers); onAssignment
+   * follows once it has rejoined. Meanwhile pause/resume/seek do nothing: the rejoin's
+   * assignment is applied afresh, as after any rebalance.
+   */
+  onReconnecting?(error: IqgateError): void;
 }
 
 /**

@@ -6,6 +6,11 @@
  * Start-up is patient and loud: an unreachable broker (BROKER_UNAVAILABLE) or a missing input
  * topic (TOPIC_NOT_FOUND) is logged with its code and retried with exponential back-off until
  * stop() or `startupMaxAttempts` — never a silent crash loop.
+ *
+ * A broker that goes away once running is ridden through: the runtime stays RUNNING and says
+ * why it is out of its group in `kafkaError` (BROKER_UNAVAILABLE); tasks whose commit fails are
+ * rolled back and re-initialised with back-off, their committed stores intact and readable;
+ * the consumer rejoins by itself when the broker is back (test/integration/processing/broker-outage.test.ts).
  */
 import { pino, type Logger } from 'pino';
 import { IqgateError, isIqgateError } from '../errors.js';
@@ -84,6 +89,13 @@ export class Runtime {
   /** Settles when the runtime has stopped: resolves after stop(), rejects after a fatal error. */
   readonly done: Promise<void>;
   fatalError: unknown = null;
+  /**
+   * Why this instance is out of its consumer group right now — the coded error of the
+   * consumer's last failed attempt, BROKER_UNAVAILABLE while the broker is away — or null while
+   * it is a member. Not fatal: the consumer reconnects and rejoins by itself, and the runtime
+   * stays RUNNING with its committed state intact.
+   */
+  kafkaError: IqgateError | null = null;
   private advertised: string | undefined;
   private ownersCache: { readonly source: readonly PartitionOwner[]; readonly tasks: TaskOwner[] } | null = null;
 
@@ -170,7 +182,21 @@ export class Runtime {
       });
       this.manager = manager;
       manager.start();
-      this.consumerRun = ports.consumer.run(manager);
+      this.consumerRun = ports.consumer.run({
+        onBatch: (tp, records) => manager.onBatch(tp, records),
+        onAssignment: (assignment) => {
+          if (this.kafkaError !== null) this.logger.info({ code: this.kafkaError.code }, 'back in the consumer group');
+          this.kafkaError = null;
+          manager.onAssignment(assignment);
+        },
+        onRebalancing: () => manager.onRebalancing(),
+        onCrash: (error) => manager.onCrash(error),
+        onReconnecting: (error) => {
+          // Once per outage (and code): kafkajs retries every second or two, and logs each retry itself.
+          if (this.kafkaError?.code !== error.code) this.logger.warn({ code: error.code, err: error }, 'lost the consumer group; reconnecting (the committed state stays readable)');
+          this.kafkaError = error;
+        },
+      });
       await this.consumerRun;
       this.transition('RUNNING');
       this.logger.info({ topics: groups.flat() }, 'runtime running');

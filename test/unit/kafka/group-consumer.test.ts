@@ -1,0 +1,87 @@
+/**
+ * The group consumer across a kafkajs "crash and restart" (the broker went away): kafkajs drops
+ * its ConsumerGroup, so pause/resume/seek would throw "Consumer group was not initialized" —
+ * inside the task manager's recovery and processing loop — until the consumer has rejoined.
+ */
+import { EventEmitter } from 'node:events';
+import type { Kafka } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
+import { KafkaGroupConsumer } from '../../../src/kafka/group-consumer.js';
+import type { ConsumerHandlers, TopicPartition } from '../../../src/processing/ports.js';
+
+const EVENTS = { GROUP_JOIN: 'consumer.group_join', REBALANCING: 'consumer.rebalancing', CRASH: 'consumer.crash', STOP: 'consumer.stop' };
+
+/** A kafkajs consumer stand-in with its ConsumerGroup's life cycle: created by run(), dropped by a crash. */
+class FakeKafkajsConsumer extends EventEmitter {
+  readonly events = EVENTS;
+  hasGroup = false;
+  readonly calls: string[] = [];
+  async connect(): Promise<void> {}
+  async subscribe(): Promise<void> {}
+  async run(): Promise<void> {
+    this.hasGroup = true;
+    this.join({ in: [0, 1] });
+  }
+  async disconnect(): Promise<void> {}
+  async describeGroup(): Promise<never> { throw new Error('not used'); }
+  join(memberAssignment: Record<string, number[]>): void {
+    this.hasGroup = true;
+    this.emit(EVENTS.GROUP_JOIN, { payload: { memberAssignment } });
+  }
+  /** What kafkajs' onCrash does: stop (drop the group, STOP), disconnect, then CRASH. */
+  crash(error: Error, restart: boolean): void {
+    this.hasGroup = false;
+    this.emit(EVENTS.STOP, {});
+    this.emit(EVENTS.CRASH, { payload: { error, groupId: 'app', restart } });
+  }
+  private call(name: string, detail: string): void {
+    if (!this.hasGroup) throw Object.assign(new Error('Consumer group was not initialized, consumer#run must be called first'), { name: 'KafkaJSNonRetriableError' });
+    this.calls.push(`${name} ${detail}`);
+  }
+  pause(topics: Array<{ topic: string; partitions: number[] }>): void { this.call('pause', JSON.stringify(topics)); }
+  resume(topics: Array<{ topic: string; partitions: number[] }>): void { this.call('resume', JSON.stringify(topics)); }
+  seek(position: { topic: string; partition: number; offset: string }): void { this.call('seek', `${position.topic}/${position.partition}@${position.offset}`); }
+}
+
+function setup(): { kafkajsConsumer: FakeKafkajsConsumer; consumer: KafkaGroupConsumer; seen: string[] } {
+  const kafkajsConsumer = new FakeKafkajsConsumer();
+  const kafka = { consumer: () => kafkajsConsumer } as unknown as Kafka;
+  const consumer = new KafkaGroupConsumer(kafka, { groupId: 'app', topics: ['in'], taskGroups: [['in']] });
+  const seen: string[] = [];
+  const handlers: ConsumerHandlers = {
+    onBatch: () => true,
+    onAssignment: (assignment: readonly TopicPartition[]) => { seen.push(`assignment ${assignment.map((tp) => tp.partition).join(',')}`); },
+    onRebalancing: () => undefined,
+    onCrash: (error) => { seen.push(`crash ${(error as Error).message}`); },
+    onReconnecting: (error) => { seen.push(`reconnecting ${error.code}`); },
+  };
+  void consumer.run(handlers);
+  return { kafkajsConsumer, consumer, seen };
+}
+
+const connectionError = (): Error => Object.assign(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9092'), { name: 'KafkaJSConnectionError', retriable: true });
+
+describe('the group consumer when kafkajs restarts it (the broker went away)', () => {
+  it('reports the restart as onReconnecting with BROKER_UNAVAILABLE, and a crash for good as onCrash', async () => {
+    const { kafkajsConsumer, seen } = setup();
+    await new Promise((r) => setImmediate(r));
+    kafkajsConsumer.crash(Object.assign(new Error('retries exhausted'), { name: 'KafkaJSNumberOfRetriesExceeded', cause: connectionError() }), true);
+    kafkajsConsumer.join({ in: [0, 1] });
+    kafkajsConsumer.crash(Object.assign(new Error('bad'), { name: 'KafkaJSNonRetriableError' }), false);
+    expect(seen).toEqual(['assignment 0,1', 'reconnecting BROKER_UNAVAILABLE', 'assignment 0,1', 'crash bad']);
+  });
+
+  it('makes pause, resume and seek no-ops until the next join, which the task manager re-applies them after', async () => {
+    const { kafkajsConsumer, consumer } = setup();
+    await new Promise((r) => setImmediate(r));
+    consumer.pause([{ topic: 'in', partition: 0 }]);
+    kafkajsConsumer.crash(connectionError(), true);
+    // Between the crash and the rejoin: kafkajs has no group; these used to throw.
+    expect(() => consumer.pause([{ topic: 'in', partition: 1 }])).not.toThrow();
+    expect(() => consumer.resume([{ topic: 'in', partition: 0 }])).not.toThrow();
+    expect(() => consumer.seek({ topic: 'in', partition: 0, offset: 7 })).not.toThrow();
+    kafkajsConsumer.join({ in: [0, 1] });
+    consumer.seek({ topic: 'in', partition: 0, offset: 7 });
+    expect(kafkajsConsumer.calls).toEqual(['pause [{"topic":"in","partitions":[0]}]', 'seek in/0@7']);
+  });
+});
