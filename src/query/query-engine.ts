@@ -187,9 +187,11 @@ export class QueryEngine {
     }
     if (type !== 'key' && type !== 'range' && type !== 'prefix') return fail('UNKNOWN_QUERY_TYPE', `Unsupported query type ${String(type)}.`);
     if (options.requireActive && !local.active) return fail('NOT_ACTIVE', `Partition ${partition} is a standby here.`);
-    const staleOk = local.taskState === 'RESTORING' && options.allowStale;
-    if (local.taskState !== 'RUNNING' && !staleOk) {
-      return fail('NOT_ACTIVE', `Task ${local.taskId} is ${local.taskState}${local.taskState === 'RESTORING' ? ' (pass allowStale to read its committed data)' : ''}.`);
+    // RESTORING (catching up) and SUSPENDED (e.g. rolled back while the broker is away) tasks keep
+    // their stores open with the last committed state: served on request, as IQv2's stale stores.
+    const staleState = local.taskState === 'RESTORING' || local.taskState === 'SUSPENDED';
+    if (local.taskState !== 'RUNNING' && !(staleState && options.allowStale)) {
+      return fail('NOT_ACTIVE', `Task ${local.taskId} is ${local.taskState}${staleState ? ' (pass allowStale to read its committed data)' : ''}.`);
     }
     if (options.positionBound !== undefined) {
       const started = performance.now();

@@ -20,7 +20,8 @@
  * - A SIGKILLed single-node KRaft broker takes ~12 s to come back, against ~2 s for a fresh one
  *   (probably its controller waiting out the dead incarnation's broker.session.timeout.ms, 9 s).
  * - During the outage, tasks whose commit failed are SUSPENDED; the query engine answers their
- *   partitions with NOT_ACTIVE, while `runtime.localStore()` still reads their committed data.
+ *   partitions with NOT_ACTIVE, or with their committed data to queries with allowStale (checked
+ *   here through GraphQL), as `runtime.localStore()` reads it.
  */
 // Before scripts/kafka/broker.ts, which imports kafkajs: the runtime refuses an unpatched kafkajs.
 import '../../../src/kafka/kafkajs-patches.js';
@@ -34,11 +35,15 @@ import { describe, expect, it } from 'vitest';
 import { startBroker, stopBrokerByPid, type RunningBroker } from '../../../scripts/kafka/broker.js';
 import { buildWordcountTopology, produceLines } from '../../../examples/wordcount/index.js';
 import type { StreamTask } from '../../../src/processing/stream-task.js';
+import { createGateway } from '../../../src/graphql/create-gateway.js';
 import { createRuntime, type Runtime } from '../../../src/runtime/runtime.js';
+import { RuntimeStateProvider } from '../../../src/runtime/runtime-state-provider.js';
 import { kafkajs } from '../../support/kafka.js';
 import { committedCounts, createTopics, expectedCounts, mapsEqual, outputProblems, readOutput, uniqueName, until } from './wordcount-harness.js';
 
 const PARTITIONS = 3;
+
+const gateway = (runtime: Runtime) => createGateway({ provider: new RuntimeStateProvider(runtime), logging: false });
 const SEED = 41;
 const LINES_PER_ROUND = 300;
 /** How long the broker stays down before it is restarted (its restart adds ~10 s more). */
@@ -168,6 +173,18 @@ describe('a broker that goes away and comes back', () => {
       mark(`tasks after the failed commit: ${rt.localTasks().map((t) => `${t.id}=${t.state}`).join(' ')}`);
       expect(warnings.some((w) => w.component === 'tasks' && w.err?.code === 'BROKER_UNAVAILABLE'), 'the failed commit is logged with its code').toBe(true);
       expect(rt.localStores().map((l) => l.partition).sort(), 'stores stay open').toEqual([0, 1, 2]);
+      // Through GraphQL: a partition whose task is not RUNNING fails NOT_ACTIVE, unless the client
+      // accepts stale reads; then every partition answers with its committed state.
+      await until('a store-owning task rolled back', () => rt.localStores().some((l) => l.taskState !== 'RUNNING'), 30_000, 50);
+      const staleRead = await gateway(rt).fetch('http://iqgate.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ strict: range(store: "word-counts", first: 1000) { partitions { failure { reason } } } stale: range(store: "word-counts", first: 1000, allowStale: true) { edges { node { key value } } partitions { failure { reason } } } }' }),
+      });
+      const stale = (await staleRead.json()) as { data: { strict: { partitions: Array<{ failure: { reason: string } | null }> }; stale: { edges: Array<{ node: { key: string; value: number } }>; partitions: Array<{ failure: unknown }> } } };
+      expect(stale.data.strict.partitions.some((p) => p.failure?.reason === 'NOT_ACTIVE'), 'a rolled-back task is not served by default').toBe(true);
+      expect(stale.data.stale.partitions.map((p) => p.failure)).toEqual([null, null, null]);
+      expect(new Map(stale.data.stale.edges.map((e) => [e.node.key, e.node.value])), 'allowStale serves the committed state').toEqual(duringOutage);
       await until(`the broker down for ${DOWN_MS} ms`, () => Date.now() - killedAt >= DOWN_MS, DOWN_MS + 5_000, 100);
       mark(`tasks while down: ${rt.localTasks().map((t) => `${t.id}=${t.state}`).join(' ')}`);
       expect(rt.state).toBe('RUNNING');

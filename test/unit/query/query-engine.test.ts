@@ -85,7 +85,7 @@ describe('QueryEngine', () => {
     expect(page.entries.every((e) => e.partition === 0)).toBe(true);
   });
 
-  it('fails standbys with requireActive and restoring tasks unless stale reads are allowed', async () => {
+  it('fails standbys with requireActive, and restoring or suspended tasks unless stale reads are allowed', async () => {
     const { provider, query, offsets } = await setup();
     const { partition } = put(offsets, 'k', 'v');
     await commitAll();
@@ -97,6 +97,11 @@ describe('QueryEngine', () => {
     provider.setTaskState(`t${partition}`, 'RESTORING');
     expect((await query.getMany(base, key)).lookups[0]!.failure?.reason).toBe('NOT_ACTIVE');
     expect((await query.getMany({ ...base, allowStale: true }, key)).lookups[0]!.value?.toString()).toBe('v');
+    provider.setTaskState(`t${partition}`, 'SUSPENDED');
+    expect((await query.getMany(base, key)).lookups[0]!.failure?.message).toMatch(/SUSPENDED \(pass allowStale/);
+    expect((await query.getMany({ ...base, allowStale: true }, key)).lookups[0]!.value?.toString()).toBe('v');
+    provider.setTaskState(`t${partition}`, 'CLOSED');
+    expect((await query.getMany({ ...base, allowStale: true }, key)).lookups[0]!.failure?.reason).toBe('NOT_ACTIVE');
   });
 
   it('throws NOT_STARTED before the instance runs and STORE_NOT_FOUND for an unknown store', async () => {
