@@ -16,6 +16,7 @@ import type { GatewayContext } from './gateway-context.js';
 import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './gateway-options.js';
 import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
+import { useGatewayMetrics } from './gateway-metrics.js';
 import { useMetricsEndpoint } from './metrics-endpoint.js';
 import { queryResolvers } from './query-resolvers.js';
 import { useRequestErrorCodes } from './request-error-codes.js';
@@ -66,7 +67,7 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
       // GET /health (yoga's own) answers while the process lives; GET /ready only while the
       // instance serves queries (RUNNING or REBALANCING), for load balancers and Kubernetes.
       useReadinessCheck({ endpoint: '/ready', check: () => isServing(options.provider.instanceState()) }),
-      ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics)]),
+      ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(options.metrics, options.graphqlEndpoint)]),
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },
         costLimit: { maxCost: options.maxCost, onReject: coded('QUERY_TOO_COSTLY') },

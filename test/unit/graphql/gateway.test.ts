@@ -194,6 +194,29 @@ describe('the GraphQL gateway through yoga.fetch', () => {
     expect((await withMetrics.fetch('http://gateway.test/metrics', { method: 'POST' })).status).toBe(405);
   });
 
+  it('counts requests by status and GraphQL errors by code on the /metrics registry', async () => {
+    const registry = new Registry();
+    const withMetrics = createGateway({ provider: f.provider, logging: false, metrics: registry });
+    const seen = new Map<string, number>();
+    const queries = [
+      '{ get(store: "words", key: "a") { value } }',
+      '{ get(store: "ints", key: "not-an-int") { value } }',
+      '{ a: get(store: "ints", key: "x") { value } b: get(store: "nope", key: "y") { value } }',
+      '{ nope }',
+    ];
+    for (const query of queries) {
+      const result = await gql(withMetrics.fetch as Fetch, 'http://gateway.test/graphql', query);
+      for (const error of result.errors ?? []) seen.set(String(error.extensions?.code), (seen.get(String(error.extensions?.code)) ?? 0) + 1);
+    }
+    expect(seen.get('INVALID_KEY')).toBeGreaterThan(0);
+    expect(seen.get('GRAPHQL_VALIDATION_FAILED')).toBe(1);
+    const text = await registry.metrics();
+    const counted = new Map([...text.matchAll(/^iqgate_graphql_errors_total\{code="(\w+)"\} (\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+    expect(counted).toEqual(seen);
+    const requests = [...text.matchAll(/^iqgate_graphql_request_duration_seconds_count\{status="(\d+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]);
+    expect(requests).toEqual([['200', 3], ['400', 1]]);
+  });
+
   it('masks unexpected errors and answers NOT_STARTED before the instance runs', async () => {
     f.provider.setInstanceState('STARTING');
     const notStarted = await gql(client.fetch, client.url, '{ get(store: "words", key: "a") { value } }');

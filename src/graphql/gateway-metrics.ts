@@ -1,0 +1,55 @@
+/**
+ * The gateway's own figures on the /metrics registry: request latency by HTTP status, and
+ * GraphQL errors by their stable code (the code a client sees, after masking), so that a
+ * dashboard or an alert can tell bad input (INVALID_KEY, PAGE_SIZE_EXCEEDED) from trouble
+ * (STORE_EXCEPTION, INTERNAL_SERVER_ERROR). Per-partition failures are data, not errors: they
+ * are in each result's `partitions`.
+ */
+import type { GraphQLError } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { maskError } from './mask-error.js';
+
+function codeOf(error: unknown): string {
+  const code = (maskError(error) as GraphQLError).extensions?.code;
+  return typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR';
+}
+
+export function useGatewayMetrics(registry: Registry, graphqlEndpoint: string, prefix = 'iqgate_'): Plugin {
+  const duration = new Histogram({
+    name: `${prefix}graphql_request_duration_seconds`,
+    help: `Time to answer a request to ${graphqlEndpoint} (to the first byte for subscriptions over SSE), by HTTP status.`,
+    labelNames: ['status'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const errors = new Counter({
+    name: `${prefix}graphql_errors_total`,
+    help: 'GraphQL errors answered to clients, by extensions.code.',
+    labelNames: ['code'],
+    registers: [registry],
+  });
+  const startedAt = new WeakMap<Request, number>();
+  const count = (list: readonly unknown[] | undefined): void => {
+    for (const error of list ?? []) errors.inc({ code: codeOf(error) });
+  };
+  return {
+    onRequest({ request, url }) {
+      if (url.pathname === graphqlEndpoint) startedAt.set(request, performance.now());
+    },
+    onResponse({ request, response }) {
+      const started = startedAt.get(request);
+      if (started !== undefined) duration.observe({ status: String(response.status) }, (performance.now() - started) / 1000);
+    },
+    onValidate() {
+      return ({ result }) => count(result);
+    },
+    onExecute() {
+      return {
+        onExecuteDone({ result }) {
+          if ('errors' in result) count(result.errors);
+        },
+      };
+    },
+  };
+}
