@@ -8,7 +8,7 @@
 import type { TaskStores } from '../store/types.js';
 import { Position } from '../store/position.js';
 import type { ChangelogReaderPort } from './ports.js';
-import { StreamTask } from './stream-task.js';
+import { fromChangelogRecord } from './changelog-record.js';
 
 export interface RestoreProgress {
   readonly taskId: string;
@@ -50,7 +50,7 @@ export async function restoreTaskStores(request: RestoreRequest): Promise<Record
       if (request.cancelled()) throw new RestoreCancelled(request.taskId);
       const position = Position.empty();
       const changes = chunk.records.map((record) => {
-        const { change, source } = StreamTask.changeOf(record);
+        const { change, source } = fromChangelogRecord(record);
         if (source !== null) position.advance(source.topic, source.partition, source.offset);
         return change;
       });

@@ -11,14 +11,21 @@
  * A crash before 3 aborts the transaction (the next InitProducerId does it) and leaves the store
  * untouched; a crash between 3 and 4 leaves the stored changelog offset behind, and restore
  * replays the committed tail. Neither path wipes a store.
+ *
+ * Beside it: RecordInbox holds the fetched records, TaskNodeRunner is what the processors see
+ * (contexts, typed stores, the current record), TransactionOutput holds the transaction's
+ * records, and changelog-record.ts / dead-letter-record.ts are the formats it writes.
  */
 import type { Change, FlushedChange, RecordSource, TaskStores } from '../store/types.js';
 import { IqgateError } from '../errors.js';
+import { fromChangelogRecord, toChangelogRecord } from './changelog-record.js';
+import { deadLetterRecord } from './dead-letter-record.js';
 import type { InputRecord, OutputRecord, TaskProducer, TopicPartition, TopicPartitionOffset } from './ports.js';
 import { TransactionOutput } from './transaction-output.js';
 import type { ErrorPolicy } from './processing-options.js';
-import type { ProcessorContext, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
-import { SOURCE_HEADERS } from './topic-names.js';
+import { RecordInbox } from './record-inbox.js';
+import { TaskNodeRunner } from './task-node-runner.js';
+import type { Topology } from './topology.js';
 import { transition, type TaskState } from './task-state.js';
 
 /** The points of the commit protocol, in order; a crash hook can stop the process at each. */
@@ -80,20 +87,17 @@ export class StreamTask {
   /** Next input offset expected per source topic (the consumed position, committed at the next commit). */
   readonly nextOffsets = new Map<string, number>();
 
-  private inbox: InputRecord[] = [];
-  private inboxHead = 0;
+  private readonly inbox = new RecordInbox();
   /** Records processed in the open transaction, kept to replay them after a processor error. */
   private txnRecords: InputRecord[] = [];
   /** Records skipped after a processor error in this transaction, with their dead letter to re-send on replay. */
   private readonly skipOffsets = new Map<string, OutputRecord | null>();
   private readonly output: TransactionOutput;
+  /** Runs the topology's nodes for this task, with the processor contexts and typed stores. */
+  private readonly nodes: TaskNodeRunner;
   private dirty = false;
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
   rollback: { record: InputRecord; error: unknown } | null = null;
-  private current: RecordSource = { topic: '', partition: 0, offset: 0 };
-  private currentTimestamp = 0;
-  private readonly contexts = new Map<string, ProcessorContext>();
-  private readonly typedStores = new Map<string, TypedStore<unknown, unknown>>();
   private unsubscribeFlush: (() => void) | null = null;
 
   constructor(private readonly config: StreamTaskConfig) {
@@ -103,6 +107,13 @@ export class StreamTask {
     const storeOfChangelog = new Map<string, string>();
     for (const [store, topic] of config.changelogTopics) storeOfChangelog.set(topic, store);
     this.output = new TransactionOutput(storeOfChangelog, config.partition);
+    this.nodes = new TaskNodeRunner({
+      taskId: config.id,
+      topology: config.topology,
+      sinkTopics: config.sinkTopics,
+      emit: (record) => this.output.push(record),
+      stores: () => this.stores,
+    });
   }
 
   transitionTo(to: TaskState): void {
@@ -113,7 +124,7 @@ export class StreamTask {
   attach(producer: TaskProducer, stores: TaskStores): void {
     this.producer = producer;
     this.stores = stores;
-    this.typedStores.clear();
+    this.nodes.forgetStores();
     this.unsubscribeFlush?.();
     this.unsubscribeFlush = stores.onFlush((changes) => this.onFlushed(changes));
   }
@@ -132,8 +143,7 @@ export class StreamTask {
   startAt(offsets: ReadonlyMap<string, number>, now: number): void {
     this.nextOffsets.clear();
     for (const [topic, offset] of offsets) this.nextOffsets.set(topic, offset);
-    this.inbox = [];
-    this.inboxHead = 0;
+    this.inbox.clear();
     this.lastCommitAt = now;
   }
 
@@ -143,25 +153,11 @@ export class StreamTask {
    * which is behind our position while a transaction is open.
    */
   enqueue(records: readonly InputRecord[]): void {
-    for (const record of records) {
-      const expected = this.nextOffsets.get(record.topic);
-      const queuedLast = this.lastQueuedOffset(record.topic);
-      if (expected !== undefined && record.offset < expected) continue;
-      if (queuedLast !== undefined && record.offset <= queuedLast) continue;
-      this.inbox.push(record);
-    }
-  }
-
-  private lastQueuedOffset(topic: string): number | undefined {
-    for (let i = this.inbox.length - 1; i >= this.inboxHead; i -= 1) {
-      const record = this.inbox[i];
-      if (record !== undefined && record.topic === topic) return record.offset;
-    }
-    return undefined;
+    this.inbox.add(records, (topic) => this.nextOffsets.get(topic));
   }
 
   buffered(): number {
-    return this.inbox.length - this.inboxHead;
+    return this.inbox.size();
   }
 
   hasUncommitted(): boolean {
@@ -184,9 +180,8 @@ export class StreamTask {
    */
   processSome(maxRecords: number, deadline: number, clock: () => number, shouldStop: () => boolean = () => false): number {
     let processed = 0;
-    while (processed < maxRecords && this.inboxHead < this.inbox.length && this.rollback === null && !shouldStop()) {
-      const record = this.inbox[this.inboxHead] as InputRecord;
-      this.inboxHead += 1;
+    while (processed < maxRecords && this.inbox.size() > 0 && this.rollback === null && !shouldStop()) {
+      const record = this.inbox.take();
       this.runRecord(record);
       processed += 1;
       if ((processed & 15) === 0 && clock() >= deadline) break;
@@ -194,10 +189,7 @@ export class StreamTask {
     if (this.output.buffered() >= (this.config.eagerSendRecords ?? 1000) && this.rollback === null && this.producer !== null) {
       this.output.sendAhead(this.producer);
     }
-    if (this.inboxHead > 1024 && this.inboxHead * 2 > this.inbox.length) {
-      this.inbox = this.inbox.slice(this.inboxHead);
-      this.inboxHead = 0;
-    }
+    this.inbox.compact();
     return processed;
   }
 
@@ -227,7 +219,7 @@ export class StreamTask {
     }
     const sources = this.config.sourcesByTopic.get(record.topic) ?? [];
     for (const sourceName of sources) {
-      const source = this.node(sourceName);
+      const source = this.nodes.node(sourceName);
       if (source.kind !== 'source') continue;
       let key: unknown;
       let value: unknown;
@@ -238,10 +230,7 @@ export class StreamTask {
         this.onDeserializationError(record, error);
         return;
       }
-      this.current = { topic: record.topic, partition: record.partition, offset: record.offset };
-      this.currentTimestamp = record.timestamp;
-      const typed: StreamRecord<unknown, unknown> = { key, value, timestamp: record.timestamp, headers: record.headers };
-      for (const child of this.config.topology.children.get(sourceName) ?? []) this.runNode(child, typed);
+      this.nodes.runSource(sourceName, record, key, value);
     }
   }
 
@@ -252,7 +241,7 @@ export class StreamTask {
       throw new FatalTaskError('DECODE_FAILED', `task ${this.id}: cannot deserialize ${record.topic}/${record.partition}@${record.offset}`, { cause: error, details: fields });
     }
     this.config.logger.warn(fields, 'undecodable record skipped');
-    if (policy === 'dead-letter') this.output.push(this.deadLetter(record, 'DECODE_FAILED', error));
+    if (policy === 'dead-letter') this.output.push(deadLetterRecord(this.config.deadLetterTopic, record, 'DECODE_FAILED', error));
   }
 
   private onProcessorError(record: InputRecord, error: unknown): void {
@@ -267,7 +256,7 @@ export class StreamTask {
     const skipped = [...this.skipOffsets];
     this.dropUncommitted();
     for (const [key, deadLetter] of skipped) this.skipOffsets.set(key, deadLetter);
-    this.skipOffsets.set(`${record.topic}:${record.offset}`, policy === 'dead-letter' ? this.deadLetter(record, 'PROCESSING_FAILED', error) : null);
+    this.skipOffsets.set(`${record.topic}:${record.offset}`, policy === 'dead-letter' ? deadLetterRecord(this.config.deadLetterTopic, record, 'PROCESSING_FAILED', error) : null);
     // Replay in order; the failed record is replayed last (as a skip, emitting its dead letter).
     for (const r of replay) this.runRecord(r);
     this.processRecord(record);
@@ -291,125 +280,16 @@ export class StreamTask {
     this.dirty = true;
   }
 
-  private deadLetter(record: InputRecord, code: string, error: unknown): OutputRecord {
-    return {
-      topic: this.config.deadLetterTopic,
-      key: record.key,
-      value: record.value,
-      headers: {
-        ...record.headers,
-        'iqgate-error-code': code,
-        'iqgate-error-message': error instanceof Error ? error.message : String(error),
-        [SOURCE_HEADERS.topic]: record.topic,
-        [SOURCE_HEADERS.partition]: String(record.partition),
-        [SOURCE_HEADERS.offset]: String(record.offset),
-      },
-    };
-  }
-
-  private node(name: string): TopologyNode {
-    const node = this.config.topology.nodes.get(name);
-    if (node === undefined) throw new TypeError(`unknown node ${name}`);
-    return node;
-  }
-
-  private runNode(name: string, record: StreamRecord<unknown, unknown>): void {
-    const node = this.node(name);
-    if (node.kind === 'sink') {
-      this.output.push({
-        topic: this.config.sinkTopics.get(name) ?? node.topic,
-        key: record.key === null || record.key === undefined ? null : node.keySerde.serialize(record.key),
-        value: record.value === null || record.value === undefined ? null : node.valueSerde.serialize(record.value),
-        timestamp: record.timestamp,
-      });
-    } else if (node.kind === 'processor') {
-      node.process(record, this.contextFor(node.name));
-    }
-  }
-
-  private contextFor(nodeName: string): ProcessorContext {
-    let context = this.contexts.get(nodeName);
-    if (context !== undefined) return context;
-    const node = this.node(nodeName);
-    const allowed = new Set(node.kind === 'processor' ? node.stores : []);
-    const children = this.config.topology.children.get(nodeName) ?? [];
-    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the context reads the task's current record
-    const task = this;
-    context = {
-      store: <K, V>(storeName: string): TypedStore<K, V> => {
-        if (!allowed.has(storeName)) throw new IqgateError('STORE_NOT_FOUND', `processor "${nodeName}" did not declare store "${storeName}"`);
-        return task.typedStore(storeName) as TypedStore<K, V>;
-      },
-      forward: <K, V>(record: StreamRecord<K, V>, child?: string): void => {
-        if (child !== undefined) {
-          if (!children.includes(child)) throw new TypeError(`"${child}" is not a child of "${nodeName}"`);
-          task.runNode(child, record);
-        } else {
-          for (const c of children) task.runNode(c, record);
-        }
-      },
-      get topic() { return task.current.topic; },
-      get partition() { return task.current.partition; },
-      get offset() { return task.current.offset; },
-    };
-    this.contexts.set(nodeName, context);
-    return context;
-  }
-
-  private typedStore(storeName: string): TypedStore<unknown, unknown> {
-    let typed = this.typedStores.get(storeName);
-    if (typed !== undefined) return typed;
-    const definition = this.config.topology.stores.get(storeName);
-    const stores = this.stores;
-    if (definition === undefined || stores === null) throw new IqgateError('STORE_NOT_FOUND', `store "${storeName}" is not open in task ${this.id}`);
-    const partition = stores.store(storeName);
-    typed = {
-      get: (key) => {
-        const bytes = partition.get(definition.keySerde.serialize(key));
-        return bytes === undefined ? undefined : definition.valueSerde.deserialize(bytes);
-      },
-      put: (key, value) => partition.put(definition.keySerde.serialize(key), definition.valueSerde.serialize(value), this.current),
-      delete: (key) => partition.delete(definition.keySerde.serialize(key), this.current),
-    };
-    this.typedStores.set(storeName, typed);
-    return typed;
-  }
-
   /**
    * Dirty entries leaving the record cache: to the changelog (with the source record in the
    * headers, so restore rebuilds the Position) and downstream to the store's subscribers, as
    * Kafka Streams' CachingKeyValueStore forwards on flush/evict.
    */
   private onFlushed(changes: readonly FlushedChange[]): void {
-    const saved = this.current;
-    try {
-      for (const change of changes) {
-        const topic = this.config.changelogTopics.get(change.storeName);
-        if (topic !== undefined) {
-          this.output.push({
-            topic,
-            partition: this.partition,
-            key: change.key,
-            value: change.value,
-            headers: {
-              [SOURCE_HEADERS.topic]: change.source.topic,
-              [SOURCE_HEADERS.partition]: String(change.source.partition),
-              [SOURCE_HEADERS.offset]: String(change.source.offset),
-            },
-          });
-        }
-        const definition = this.config.topology.stores.get(change.storeName);
-        if (definition === undefined || definition.changeSubscribers.length === 0) continue;
-        this.current = change.source;
-        const record: StreamRecord<unknown, unknown> = {
-          key: definition.keySerde.deserialize(change.key),
-          value: change.value === null ? null : definition.valueSerde.deserialize(change.value),
-          timestamp: this.currentTimestamp,
-        };
-        for (const subscriber of definition.changeSubscribers) this.runNode(subscriber, record);
-      }
-    } finally {
-      this.current = saved;
+    for (const change of changes) {
+      const topic = this.config.changelogTopics.get(change.storeName);
+      if (topic !== undefined) this.output.push(toChangelogRecord(topic, this.partition, change));
+      this.nodes.forwardChange(change);
     }
   }
 
@@ -482,13 +362,8 @@ export class StreamTask {
     this.dirty = false;
   }
 
-
-  /** Rebuilds the Position carried by changelog records (see onFlushed) for restore. */
+  /** Rebuilds the Position carried by changelog records (see onFlushed) for restore; an alias of fromChangelogRecord, kept for existing callers. */
   static changeOf(record: InputRecord): { change: Change; source: RecordSource | null } {
-    const topic = record.headers[SOURCE_HEADERS.topic];
-    const partition = Number(record.headers[SOURCE_HEADERS.partition]);
-    const offset = Number(record.headers[SOURCE_HEADERS.offset]);
-    const source = topic !== undefined && Number.isInteger(partition) && Number.isInteger(offset) ? { topic, partition, offset } : null;
-    return { change: { key: record.key ?? Buffer.alloc(0), value: record.value }, source };
+    return fromChangelogRecord(record);
   }
 }
