@@ -12,18 +12,22 @@
  *   the in-memory position, since kafkajs re-reads the broker-committed offset);
  * - new tasks are paused synchronously before the next fetch, then opened in the queue:
  *   InitProducerId → open stores → restore the changelog tail → read committed offsets → seek → resume.
+ *
+ * The steps of opening and closing a task are TaskOpener's; what follows a failure is
+ * TaskRecovery's. This file decides when each happens.
  */
 import type { StoreEngine } from '../store/types.js';
-import { IqgateError, isIqgateError } from '../errors.js';
+import { IqgateError } from '../errors.js';
 import { ControlQueue } from './control-queue.js';
-import { FreshTopicReader } from './fresh-topic-reader.js';
-import type { ConsumerHandlers, InputRecord, KafkaPorts, TaskProducer, TopicPartition } from './ports.js';
+import type { ConsumerHandlers, InputRecord, KafkaPorts, TopicPartition } from './ports.js';
 import type { ProcessingOptions } from './processing-options.js';
-import { RestoreCancelled, restoreTaskStores, type RestoreProgress } from './restore-task-stores.js';
+import { RestoreCancelled, type RestoreProgress } from './restore-task-stores.js';
 import { FatalTaskError, StreamTask, type CommitOutcome, type CommitStep, type TaskLogger } from './stream-task.js';
 import type { Topology } from './topology.js';
 import { planSubTopologies, sinkTopicsOf, type SubTopologyPlan } from './sub-topology-plan.js';
-import { taskIdFor, transactionalIdFor } from './topic-names.js';
+import { TaskOpener } from './task-opener.js';
+import { TaskRecovery } from './task-recovery.js';
+import { taskIdFor } from './topic-names.js';
 
 export interface TaskManagerLogger extends TaskLogger {
   error(fields: Record<string, unknown>, message: string): void;
@@ -70,10 +74,10 @@ export class TaskManager implements ConsumerHandlers {
   private commitTimer: NodeJS.Timeout | null = null;
   private stopping = false;
   private failed = false;
-  private readonly failures = new Map<string, number>();
-  private readonly committed: FreshTopicReader<Map<number, number>>;
-  private readonly beginnings: FreshTopicReader<Map<number, number>>;
-  private readonly ends: FreshTopicReader<Map<number, number>>;
+  /** The steps of opening and closing a task. */
+  private readonly opener: TaskOpener;
+  /** What follows a failed commit, open or rollback: back-off and re-open. */
+  private readonly recovery: TaskRecovery;
   private unsubscribeCommitNeeded: (() => void) | null = null;
   /** Counts assignments; a task remembers the one it was opened under. */
   private generation = 0;
@@ -84,8 +88,6 @@ export class TaskManager implements ConsumerHandlers {
    * until commits have freed memory; the engine signals again on the next crossing.
    */
   private overBudgetAt: number | null = null;
-  /** Re-open timers of failed tasks (recover), cleared on close so none outlives the manager. */
-  private readonly retryTimers = new Set<NodeJS.Timeout>();
 
   constructor(private readonly deps: TaskManagerDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -97,10 +99,17 @@ export class TaskManager implements ConsumerHandlers {
     this.control = new ControlQueue(options.maxConcurrentControlOps, (op, error) => {
       this.deps.logger.error({ op: op.key, err: error }, 'control operation failed');
     }, this.clock, (waitMs) => deps.events.onControlWait?.(waitMs));
-    const admin = deps.ports.admin;
-    this.committed = new FreshTopicReader((topic) => admin.committedOffsets(appId, topic));
-    this.beginnings = new FreshTopicReader((topic) => admin.beginningOffsets(topic));
-    this.ends = new FreshTopicReader((topic) => admin.endOffsets(topic));
+    this.opener = new TaskOpener({
+      options, ports: deps.ports, engine: deps.engine, logger: deps.logger, clock: this.clock,
+      onRestoreProgress: (p) => this.deps.events.onRestoreProgress?.(p),
+    });
+    this.recovery = new TaskRecovery({
+      options, ports: deps.ports, logger: deps.logger,
+      openedUnderCurrentAssignment: (task) => this.openedIn.get(task) === this.generation,
+      reopen: (task) => {
+        if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.requestOpen(task);
+      },
+    });
   }
 
   /** Every topic the consumer subscribes to (sources, repartition topics included). */
@@ -268,51 +277,15 @@ export class TaskManager implements ConsumerHandlers {
     try {
       const outcome = await task.commit(this.clock);
       if (outcome.committed) {
-        this.failures.delete(task.id);
+        this.recovery.resetAttempts(task.id);
         this.deps.events.onCommit?.(task.id, outcome.durationMs, outcome.records, outcome.phasesMs);
       }
     } catch (error) {
-      await this.recover(task, error);
+      await this.recovery.recover(task, error);
     } finally {
       if (this.overBudgetAt !== null && this.deps.engine.uncommittedBytes() < this.overBudgetAt) this.overBudgetAt = null;
       this.scheduleLoop();
     }
-  }
-
-  /**
-   * A failed commit has an unknown outcome (KAFKAJS-NOTES §5 "When fenced"): drop everything
-   * uncommitted, discard the producer, and reopen the task — a new InitProducerId settles the
-   * transaction, then restore replays whatever it committed and offsets are read again.
-   * A fenced task waits for the rebalance that is surely coming before it takes the partition back,
-   * so that a thawed zombie does not fence the new owner in turn.
-   */
-  private async recover(task: StreamTask, error: unknown): Promise<void> {
-    const fenced = isIqgateError(error, 'PRODUCER_FENCED');
-    const attempts = (this.failures.get(task.id) ?? 0) + 1;
-    this.failures.set(task.id, attempts);
-    this.deps.logger.warn({ taskId: task.id, err: error, fenced, attempts }, 'commit failed: task rolled back and will be re-initialised');
-    const producer = task.producer;
-    task.producer = null;
-    task.dropUncommitted();
-    if (task.state === 'RUNNING' || task.state === 'RESTORING') task.transitionTo('SUSPENDED');
-    this.deps.ports.consumer.pause(task.sourcePartitions);
-    await discardProducer(producer);
-    // Fenced under the assignment we opened with: we are probably a zombie that has not noticed
-    // the rebalance yet, so wait for it. Fenced after a newer assignment gave us the task again:
-    // the fence came from the owner in between, and we own the task now.
-    const zombie = fenced && this.openedIn.get(task) === this.generation;
-    const delay = zombie ? this.deps.options.fencedRetryMs : Math.min(this.deps.options.startupRetryMaxMs, 100 * 2 ** Math.min(attempts, 8));
-    const timer = setTimeout(() => {
-      this.retryTimers.delete(timer);
-      if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.requestOpen(task);
-    }, delay);
-    timer.unref();
-    this.retryTimers.add(timer);
-  }
-
-  private clearRetryTimers(): void {
-    for (const timer of this.retryTimers) clearTimeout(timer);
-    this.retryTimers.clear();
   }
 
   private requestRollback(task: StreamTask): void {
@@ -323,7 +296,7 @@ export class TaskManager implements ConsumerHandlers {
         try {
           await task.rollbackAndReplay();
         } catch (error) {
-          await this.recover(task, error);
+          await this.recovery.recover(task, error);
         } finally {
           this.scheduleLoop();
         }
@@ -341,66 +314,21 @@ export class TaskManager implements ConsumerHandlers {
     if (task.revoked || this.stopping || task.state === 'RUNNING' || task.state === 'RESTORING' || task.state === 'CLOSED') return;
     const plan = this.planOfTopic.get(task.sourcePartitions[0]?.topic ?? '');
     if (plan === undefined) throw new TypeError(`no plan for task ${task.id}`);
-    const { options, ports, engine } = this.deps;
     task.transitionTo('RESTORING');
     this.openedIn.set(task, this.generation);
-    let producer: TaskProducer | null = null;
+    const cancelled = (): boolean => task.revoked || this.stopping;
     try {
-      const exactlyOnce = options.processingGuarantee === 'exactly_once';
-      producer = ports.producers.create(exactlyOnce ? transactionalIdFor(options.applicationId, plan.transactionalTopic, task.partition) : null);
-      // Fences any older owner and completes its transaction before anything is read (KAFKAJS-NOTES §4).
-      await producer.init();
-      const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
-      task.attach(producer, stores);
-      producer = null;
-      const started = this.clock();
-      const replayed = await restoreTaskStores({
-        taskId: task.id,
-        partition: task.partition,
-        stores,
-        changelogTopics: plan.changelogTopics,
-        endOffset: async (topic, partition) => (await this.ends.get(topic)).get(partition) ?? 0,
-        reader: ports.changelogReader,
-        onProgress: (p) => this.deps.events.onRestoreProgress?.(p),
-        cancelled: () => task.revoked || this.stopping,
-      });
-      const offsets = new Map<string, number>();
-      for (const topic of plan.sourceTopics) {
-        const committed = (await this.committed.get(topic)).get(task.partition);
-        offsets.set(topic, committed ?? (await this.beginnings.get(topic)).get(task.partition) ?? 0);
-      }
-      if (task.revoked || this.stopping) return;
-      task.startAt(offsets, this.clock());
-      task.transitionTo('RUNNING');
-      for (const tp of task.sourcePartitions) ports.consumer.seek({ ...tp, offset: offsets.get(tp.topic) ?? 0 });
-      ports.consumer.resume(task.sourcePartitions);
-      this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), restoreMs: this.clock() - started }, 'task running');
+      await this.opener.open(task, plan, cancelled);
     } catch (error) {
-      await discardProducer(producer);
-      if (error instanceof RestoreCancelled || task.revoked || this.stopping) return;
-      await this.recover(task, error);
+      if (error instanceof RestoreCancelled || cancelled()) return;
+      await this.recovery.recover(task, error);
     }
   }
 
-  /** Closes a task: a last commit when asked (revocation, shutdown), then producer and stores. */
+  /** Closes a task (TaskOpener.close); after a failure, without a last commit. */
   private async closeTask(task: StreamTask, commit: boolean): Promise<void> {
     if (task.state === 'CLOSED') return;
-    if (commit && task.state === 'RUNNING' && task.hasUncommitted() && !this.failed) {
-      try {
-        await task.commit(this.clock);
-      } catch (error) {
-        this.deps.logger.info({ taskId: task.id, err: error }, 'last commit of a revoked task failed (expected when the new owner fenced it); aborted');
-      }
-    }
-    const { producer, stores } = task.detach();
-    await discardProducer(producer);
-    try {
-      await stores?.close();
-    } catch (error) {
-      this.deps.logger.warn({ taskId: task.id, err: error }, 'closing task stores failed');
-    }
-    if (task.state === 'RUNNING' || task.state === 'RESTORING') task.transitionTo('SUSPENDED');
-    task.transitionTo('CLOSED');
+    await this.opener.close(task, commit && !this.failed);
     this.openedIn.delete(task);
   }
 
@@ -432,7 +360,7 @@ export class TaskManager implements ConsumerHandlers {
     this.stopping = true;
     if (this.commitTimer !== null) clearInterval(this.commitTimer);
     this.unsubscribeCommitNeeded?.();
-    this.clearRetryTimers();
+    this.recovery.clearRetryTimers();
     for (const [id, task] of this.tasks) {
       this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, false) });
     }
@@ -450,7 +378,7 @@ export class TaskManager implements ConsumerHandlers {
     this.failed = true;
     if (this.commitTimer !== null) clearInterval(this.commitTimer);
     this.unsubscribeCommitNeeded?.();
-    this.clearRetryTimers();
+    this.recovery.clearRetryTimers();
   }
 
   /** What the query layer needs: each local task with its state and stores. */
@@ -461,18 +389,4 @@ export class TaskManager implements ConsumerHandlers {
 
 function key(tp: TopicPartition): string {
   return `${tp.topic}\u0000${tp.partition}`;
-}
-
-async function discardProducer(producer: TaskProducer | null): Promise<void> {
-  if (producer === null) return;
-  try {
-    await producer.abort();
-  } catch {
-    // the outcome is settled by the next InitProducerId for this transactionalId
-  }
-  try {
-    await producer.close();
-  } catch {
-    // already disconnected
-  }
 }

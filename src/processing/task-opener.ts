@@ -1,0 +1,103 @@
+/**
+ * The slow I/O at both ends of a task's life, run only inside the control queue. Opening:
+ * InitProducerId → open stores → restore the changelog tail → read committed offsets → seek →
+ * resume. Closing: a last commit when asked, then producer and stores. The TaskManager decides
+ * when a task opens or closes and what a failure leads to (TaskRecovery); the steps, and the
+ * per-topic offset readers that all opening tasks share, are here.
+ */
+import type { StoreEngine } from '../store/types.js';
+import { discardProducer } from './discard-producer.js';
+import { FreshTopicReader } from './fresh-topic-reader.js';
+import type { KafkaPorts, TaskProducer } from './ports.js';
+import type { ProcessingOptions } from './processing-options.js';
+import { restoreTaskStores, type RestoreProgress } from './restore-task-stores.js';
+import type { StreamTask, TaskLogger } from './stream-task.js';
+import type { SubTopologyPlan } from './sub-topology-plan.js';
+import { transactionalIdFor } from './topic-names.js';
+
+export interface TaskOpenerDeps {
+  readonly options: ProcessingOptions;
+  readonly ports: KafkaPorts;
+  readonly engine: StoreEngine;
+  readonly logger: TaskLogger;
+  readonly clock: () => number;
+  readonly onRestoreProgress: (progress: RestoreProgress) => void;
+}
+
+export class TaskOpener {
+  private readonly committed: FreshTopicReader<Map<number, number>>;
+  private readonly beginnings: FreshTopicReader<Map<number, number>>;
+  private readonly ends: FreshTopicReader<Map<number, number>>;
+
+  constructor(private readonly deps: TaskOpenerDeps) {
+    const admin = deps.ports.admin;
+    const appId = deps.options.applicationId;
+    this.committed = new FreshTopicReader((topic) => admin.committedOffsets(appId, topic));
+    this.beginnings = new FreshTopicReader((topic) => admin.beginningOffsets(topic));
+    this.ends = new FreshTopicReader((topic) => admin.endOffsets(topic));
+  }
+
+  /**
+   * Takes a RESTORING task to RUNNING, its partitions sought to the committed offsets and
+   * resumed; returns early, the task left as it is, once `cancelled()` (revoked, stopping).
+   * On failure it discards a producer not yet attached to the task, and throws.
+   */
+  async open(task: StreamTask, plan: SubTopologyPlan, cancelled: () => boolean): Promise<void> {
+    const { options, ports, engine } = this.deps;
+    let producer: TaskProducer | null = null;
+    try {
+      const exactlyOnce = options.processingGuarantee === 'exactly_once';
+      producer = ports.producers.create(exactlyOnce ? transactionalIdFor(options.applicationId, plan.transactionalTopic, task.partition) : null);
+      // Fences any older owner and completes its transaction before anything is read (KAFKAJS-NOTES §4).
+      await producer.init();
+      const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
+      task.attach(producer, stores);
+      producer = null;
+      const started = this.deps.clock();
+      const replayed = await restoreTaskStores({
+        taskId: task.id,
+        partition: task.partition,
+        stores,
+        changelogTopics: plan.changelogTopics,
+        endOffset: async (topic, partition) => (await this.ends.get(topic)).get(partition) ?? 0,
+        reader: ports.changelogReader,
+        onProgress: (p) => this.deps.onRestoreProgress(p),
+        cancelled,
+      });
+      const offsets = new Map<string, number>();
+      for (const topic of plan.sourceTopics) {
+        const committed = (await this.committed.get(topic)).get(task.partition);
+        offsets.set(topic, committed ?? (await this.beginnings.get(topic)).get(task.partition) ?? 0);
+      }
+      if (cancelled()) return;
+      task.startAt(offsets, this.deps.clock());
+      task.transitionTo('RUNNING');
+      for (const tp of task.sourcePartitions) ports.consumer.seek({ ...tp, offset: offsets.get(tp.topic) ?? 0 });
+      ports.consumer.resume(task.sourcePartitions);
+      this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), restoreMs: this.deps.clock() - started }, 'task running');
+    } catch (error) {
+      await discardProducer(producer);
+      throw error;
+    }
+  }
+
+  /** Closes a task: a last commit when asked (revocation, shutdown), then producer and stores. */
+  async close(task: StreamTask, commit: boolean): Promise<void> {
+    if (commit && task.state === 'RUNNING' && task.hasUncommitted()) {
+      try {
+        await task.commit(this.deps.clock);
+      } catch (error) {
+        this.deps.logger.info({ taskId: task.id, err: error }, 'last commit of a revoked task failed (expected when the new owner fenced it); aborted');
+      }
+    }
+    const { producer, stores } = task.detach();
+    await discardProducer(producer);
+    try {
+      await stores?.close();
+    } catch (error) {
+      this.deps.logger.warn({ taskId: task.id, err: error }, 'closing task stores failed');
+    }
+    if (task.state === 'RUNNING' || task.state === 'RESTORING') task.transitionTo('SUSPENDED');
+    task.transitionTo('CLOSED');
+  }
+}
