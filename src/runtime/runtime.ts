@@ -11,21 +11,29 @@
  * why it is out of its group in `kafkaError` (BROKER_UNAVAILABLE); tasks whose commit fails are
  * rolled back and re-initialised with back-off, their committed stores intact and readable;
  * the consumer rejoins by itself when the broker is back (test/integration/processing/broker-outage.test.ts).
+ *
+ * Beside it: StartupRetry (the start-up back-off), prepareTopics (the topics it needs before
+ * joining its group) and StoreLocator (the local-store and partition-owner lookups of queries).
  */
 import { pino, type Logger } from 'pino';
-import { IqgateError, isIqgateError } from '../errors.js';
+import { IqgateError } from '../errors.js';
 import { createKafkaPorts } from '../kafka/kafka-ports.js';
-import type { KafkaPorts, PartitionOwner, TopicSpec } from '../processing/ports.js';
+import type { KafkaPorts } from '../processing/ports.js';
 import type { StreamTask } from '../processing/stream-task.js';
 import { TaskManager } from '../processing/task-manager.js';
-import type { TaskState } from '../processing/task-state.js';
-import { changelogTopic, internalTopic, taskIdFor } from '../processing/topic-names.js';
+import { changelogTopic } from '../processing/topic-names.js';
 import type { Topology } from '../processing/topology.js';
 import { createInMemoryStoreEngine, openLevelStoreEngine } from '../store/index.js';
-import type { KeyValueStorePartition, Serde, StoreEngine } from '../store/types.js';
+import type { Serde, StoreEngine } from '../store/types.js';
 import { crashHookFromEnv } from './crash-points.js';
+import { prepareTopics, sourceTopicGroups } from './prepare-topics.js';
 import { ProcessingMetrics, type ProcessingMetricsSnapshot } from './processing-metrics.js';
 import { advertisedUrlSchema, parseRuntimeOptions, type RuntimeOptions, type RuntimeOptionsInput } from './runtime-options.js';
+import { StartupRetry } from './startup-retry.js';
+import { StoreLocator, type LocalStore, type TaskOwner } from './store-locator.js';
+
+export { sourceTopicGroups } from './prepare-topics.js';
+export type { LocalStore, TaskOwner } from './store-locator.js';
 
 export type RuntimeState = 'CREATED' | 'STARTING' | 'RUNNING' | 'STOPPING' | 'STOPPED' | 'FAILED';
 
@@ -56,21 +64,6 @@ export interface StoreDefinitionInfo {
   readonly changelogTopic: string;
 }
 
-/** Who hosts a task: the URL its owner advertises (application.server), as of the last rebalance. */
-export interface TaskOwner {
-  readonly subTopology: number;
-  readonly partition: number;
-  readonly url: string;
-}
-
-export interface LocalStore {
-  readonly storeName: string;
-  readonly partition: number;
-  readonly taskId: string;
-  readonly taskState: TaskState;
-  readonly store: KeyValueStorePartition;
-}
-
 export class Runtime {
   state: RuntimeState = 'CREATED';
   readonly options: RuntimeOptions;
@@ -82,7 +75,8 @@ export class Runtime {
   private manager: TaskManager | null = null;
   private readonly partitionsOfStore = new Map<string, number>();
   private stopRequested = false;
-  private wake: (() => void) | null = null;
+  private readonly startupRetry: StartupRetry;
+  private readonly locator: StoreLocator;
   private consumerRun: Promise<void> | null = null;
   private resolveDone!: () => void;
   private rejectDone!: (error: unknown) => void;
@@ -97,13 +91,19 @@ export class Runtime {
    */
   kafkaError: IqgateError | null = null;
   private advertised: string | undefined;
-  private ownersCache: { readonly source: readonly PartitionOwner[]; readonly tasks: TaskOwner[] } | null = null;
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
     this.advertised = this.options.advertisedUrl;
     this.topology = config.topology;
     this.logger = (config.logger ?? pino({ level: this.options.logLevel })).child({ app: this.options.applicationId });
+    this.startupRetry = new StartupRetry(this.options, this.logger, () => this.stopRequested);
+    this.locator = new StoreLocator({
+      topology: this.topology,
+      applicationId: this.options.applicationId,
+      tasks: () => this.manager?.tasks,
+      owners: () => this.ports?.consumer.partitionOwners?.() ?? [],
+    });
     this.done = new Promise<void>((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -145,7 +145,9 @@ export class Runtime {
     });
     this.ports = ports;
     try {
-      await this.withStartupRetry('prepare topics', () => this.prepareTopics(ports, groups));
+      await this.startupRetry.run('prepare topics', () => prepareTopics({
+        admin: ports.admin, topology: this.topology, options: o, groups, partitionsOfStore: this.partitionsOfStore,
+      }));
       if (this.stopRequested) return;
       this.engine = this.config.storeEngine ?? (o.stateDir !== undefined
         ? await openLevelStoreEngine({ directory: o.stateDir, ...this.storeOptions() })
@@ -217,69 +219,6 @@ export class Runtime {
     };
   }
 
-  /** Checks the input topics and creates the internal ones (repartition, changelog, dead-letter). */
-  private async prepareTopics(ports: KafkaPorts, groups: readonly string[][]): Promise<void> {
-    const appId = this.options.applicationId;
-    const internal = new Set<string>();
-    for (const node of this.topology.nodes.values()) {
-      if ((node.kind === 'source' || node.kind === 'sink') && node.internal) internal.add(internalTopic(appId, node.topic));
-    }
-    const external = [...new Set(groups.flat())].filter((t) => !internal.has(t));
-    const counts = await ports.admin.partitionCounts(external);
-    // Repartition topics get the partition count of the sub-topology that writes them, resolved
-    // upstream first (Kafka Streams: max of the upstream source partitions).
-    const subOfTopic = new Map<string, number>();
-    groups.forEach((topics, i) => topics.forEach((t) => subOfTopic.set(t, i)));
-    const specs: TopicSpec[] = [];
-    for (let round = 0; round < groups.length + 1; round += 1) {
-      for (const node of this.topology.nodes.values()) {
-        if (node.kind !== 'sink' || !node.internal) continue;
-        const topic = internalTopic(appId, node.topic);
-        if (counts.has(topic)) continue;
-        const writer = this.topology.subTopologies.find((s) => s.nodes.includes(node.name));
-        const upstream = (writer ? groups[writer.id] ?? [] : []).map((t) => counts.get(t));
-        if (upstream.length > 0 && upstream.every((c) => c !== undefined)) {
-          counts.set(topic, Math.max(...(upstream as number[])));
-          specs.push({ topic, partitions: counts.get(topic) ?? 1, compacted: false });
-        }
-      }
-    }
-    for (const sub of this.topology.subTopologies) {
-      const partitions = Math.max(...(groups[sub.id] ?? []).map((t) => counts.get(t) ?? 0));
-      for (const store of sub.stores) {
-        this.partitionsOfStore.set(store, partitions);
-        specs.push({ topic: changelogTopic(appId, store), partitions, compacted: true });
-      }
-    }
-    if (this.options.deserializationErrors === 'dead-letter' || this.options.processingErrors === 'dead-letter') {
-      specs.push({ topic: this.options.deadLetterTopic, partitions: 1, compacted: false });
-    }
-    await ports.admin.ensureTopics(specs);
-  }
-
-  private async withStartupRetry<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    let delay = this.options.startupRetryInitialMs;
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await fn();
-      } catch (error) {
-        const coded = isIqgateError(error) ? error : new IqgateError('KAFKA_ERROR', `${what}: ${String(error)}`, { cause: error, retriable: true });
-        const last = this.options.startupMaxAttempts !== undefined && attempt >= this.options.startupMaxAttempts;
-        if (!coded.retriable || last || this.stopRequested) throw coded;
-        this.logger.warn({ code: coded.code, attempt, retryInMs: delay, err: coded.message }, `${what} failed; retrying`);
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = null;
-        delay = Math.min(this.options.startupRetryMaxMs, delay * 2);
-      }
-    }
-  }
-
   private onFatal(error: unknown): void {
     this.fatalError = error;
     if (this.state === 'STARTING' || this.state === 'RUNNING') this.transition('FAILED');
@@ -290,7 +229,7 @@ export class Runtime {
   /** Graceful stop: commits processed records, leaves the group, closes stores and clients. */
   async stop(): Promise<void> {
     this.stopRequested = true;
-    this.wake?.();
+    this.startupRetry.wake();
     if (this.state === 'STOPPED') return;
     if (this.state === 'CREATED') {
       this.transition('STOPPED');
@@ -306,7 +245,7 @@ export class Runtime {
       return;
     }
     if (this.state === 'STARTING' && this.consumerRun === null) {
-      // still preparing topics: withStartupRetry gives up at the next wake-up
+      // still preparing topics: the start-up retry gives up at the next wake-up
       this.transition('STOPPING');
       await this.release();
       this.transition('STOPPED');
@@ -361,32 +300,12 @@ export class Runtime {
 
   /** For the query layer: the store partitions of local tasks, with their task state. */
   localStores(): LocalStore[] {
-    const result: LocalStore[] = [];
-    for (const task of this.manager?.localTasks() ?? []) {
-      const stores = task.stores;
-      if (stores === null) continue;
-      for (const storeName of stores.storeNames()) {
-        result.push({ storeName, partition: task.partition, taskId: task.id, taskState: task.state, store: stores.store(storeName) });
-      }
-    }
-    return result;
+    return this.locator.localStores();
   }
 
-  /**
-   * One local store partition by name and partition, or undefined when not hosted here: a map
-   * lookup (task id = sub-topology + partition), since every key query asks and a process may
-   * host 1000 tasks.
-   */
+  /** One local store partition by name and partition, or undefined when not hosted here (StoreLocator.localStore). */
   localStore(storeName: string, partition: number): LocalStore | undefined {
-    const sub = this.subTopologyOfStore(storeName);
-    const task = sub === undefined ? undefined : this.manager?.tasks.get(taskIdFor(sub, partition));
-    const stores = task?.stores ?? null;
-    if (task === undefined || stores === null || !stores.storeNames().includes(storeName)) return undefined;
-    return { storeName, partition, taskId: task.id, taskState: task.state, store: stores.store(storeName) };
-  }
-
-  private subTopologyOfStore(storeName: string): number | undefined {
-    return this.topology.subTopologies.find((s) => s.stores.includes(storeName))?.id;
+    return this.locator.localStore(storeName, partition);
   }
 
   /** The URL this instance advertises to its group (option advertisedUrl, or advertise()). */
@@ -411,29 +330,12 @@ export class Runtime {
    * URL, or that are not assigned, are absent. Empty without advertisedUrl.
    */
   partitionOwners(): TaskOwner[] {
-    const owners = this.ports?.consumer.partitionOwners?.() ?? [];
-    if (owners.length === 0) return [];
-    // The consumer replaces its list on each refresh: queries in between reuse one mapping.
-    if (this.ownersCache?.source === owners) return this.ownersCache.tasks;
-    const groups = sourceTopicGroups(this.topology, this.options.applicationId);
-    const subOfTopic = new Map<string, number>();
-    groups.forEach((topics, id) => topics.forEach((topic) => subOfTopic.set(topic, id)));
-    const result = new Map<string, TaskOwner>();
-    for (const owner of owners) {
-      const subTopology = subOfTopic.get(owner.topic);
-      if (subTopology === undefined) continue;
-      result.set(`${subTopology}_${owner.partition}`, { subTopology, partition: owner.partition, url: owner.url });
-    }
-    const tasks = [...result.values()].sort((a, b) => a.subTopology - b.subTopology || a.partition - b.partition);
-    this.ownersCache = { source: owners, tasks };
-    return tasks;
+    return this.locator.partitionOwners();
   }
 
   /** The URL of the instance hosting partition `partition` of a store (maybe this one); undefined when unknown. */
   storeOwner(storeName: string, partition: number): string | undefined {
-    const sub = this.subTopologyOfStore(storeName);
-    if (sub === undefined) return undefined;
-    return this.partitionOwners().find((o) => o.subTopology === sub && o.partition === partition)?.url;
+    return this.locator.storeOwner(storeName, partition);
   }
 
   localTasks(): ReadonlyArray<Pick<StreamTask, 'id' | 'partition' | 'state'>> {
@@ -461,18 +363,6 @@ export class Runtime {
       restoredRecords: this.metrics.restoredRecords,
     };
   }
-}
-
-/** Resolved source topics of each sub-topology (internal topics prefixed with the application id). */
-export function sourceTopicGroups(topology: Topology, applicationId: string): string[][] {
-  return topology.subTopologies.map((sub) => {
-    const topics = new Set<string>();
-    for (const name of sub.nodes) {
-      const node = topology.nodes.get(name);
-      if (node?.kind === 'source') topics.add(node.internal ? internalTopic(applicationId, node.topic) : node.topic);
-    }
-    return [...topics].sort();
-  });
 }
 
 /** Resolves true if `promise` settles within `ms`, false otherwise (its rejection is logged by the caller or ignored). */
