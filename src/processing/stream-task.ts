@@ -16,9 +16,9 @@
  * (contexts, typed stores, the current record), TransactionOutput holds the transaction's
  * records, and changelog-record.ts / dead-letter-record.ts are the formats it writes.
  */
-import type { Change, FlushedChange, RecordSource, TaskStores } from '../store/types.js';
+import type { FlushedChange, TaskStores } from '../store/types.js';
 import { IqgateError } from '../errors.js';
-import { fromChangelogRecord, toChangelogRecord } from './changelog-record.js';
+import { toChangelogRecord } from './changelog-record.js';
 import { deadLetterRecord } from './dead-letter-record.js';
 import type { InputRecord, OutputRecord, TaskProducer, TopicPartition, TopicPartitionOffset } from './ports.js';
 import { TransactionOutput } from './transaction-output.js';
@@ -360,10 +360,5 @@ export class StreamTask {
     this.skipOffsets.clear();
     this.output.reset();
     this.dirty = false;
-  }
-
-  /** Rebuilds the Position carried by changelog records (see onFlushed) for restore; an alias of fromChangelogRecord, kept for existing callers. */
-  static changeOf(record: InputRecord): { change: Change; source: RecordSource | null } {
-    return fromChangelogRecord(record);
   }
 }

@@ -55,11 +55,6 @@ export interface TaskManagerDeps {
   readonly clock?: () => number;
 }
 
-export interface LocalTaskInfo {
-  readonly task: StreamTask;
-  readonly subTopologyId: number;
-}
-
 export class TaskManager implements ConsumerHandlers {
   private readonly clock: () => number;
   private readonly plans: SubTopologyPlan[];
@@ -339,14 +334,19 @@ export class TaskManager implements ConsumerHandlers {
     this.deps.events.onFatal(error);
   }
 
+  /** Stops taking fetched records and scheduling commits (the interval timer, the uncommitted-bytes limit). */
+  private stopScheduling(): void {
+    this.stopping = true;
+    if (this.commitTimer !== null) clearInterval(this.commitTimer);
+    this.unsubscribeCommitNeeded?.();
+  }
+
   /**
    * Graceful: commit what is processed while still in the group, then the caller stops the
    * consumer, then closeAll(). After a failure nothing is committed: tasks are aborted.
    */
   async commitAll(): Promise<void> {
-    this.stopping = true;
-    if (this.commitTimer !== null) clearInterval(this.commitTimer);
-    this.unsubscribeCommitNeeded?.();
+    this.stopScheduling();
     await this.control.idle();
     if (!this.failed) {
       for (const task of this.tasks.values()) {
@@ -357,9 +357,7 @@ export class TaskManager implements ConsumerHandlers {
   }
 
   async closeAll(): Promise<void> {
-    this.stopping = true;
-    if (this.commitTimer !== null) clearInterval(this.commitTimer);
-    this.unsubscribeCommitNeeded?.();
+    this.stopScheduling();
     this.recovery.clearRetryTimers();
     for (const [id, task] of this.tasks) {
       this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, false) });
@@ -374,10 +372,8 @@ export class TaskManager implements ConsumerHandlers {
    * clients and the store engine under whatever is still in flight.
    */
   abandon(): void {
-    this.stopping = true;
+    this.stopScheduling();
     this.failed = true;
-    if (this.commitTimer !== null) clearInterval(this.commitTimer);
-    this.unsubscribeCommitNeeded?.();
     this.recovery.clearRetryTimers();
   }
 

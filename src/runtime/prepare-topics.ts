@@ -8,6 +8,7 @@
 import type { AdminPort, TopicSpec } from '../processing/ports.js';
 import { changelogTopic, internalTopic } from '../processing/topic-names.js';
 import type { Topology } from '../processing/topology.js';
+import { planSubTopologies } from '../processing/sub-topology-plan.js';
 import type { RuntimeOptions } from './runtime-options.js';
 
 export interface PrepareTopicsRequest {
@@ -31,8 +32,6 @@ export async function prepareTopics({ admin, topology, options, groups, partitio
   const counts = await admin.partitionCounts(external);
   // Repartition topics get the partition count of the sub-topology that writes them, resolved
   // upstream first (Kafka Streams: max of the upstream source partitions).
-  const subOfTopic = new Map<string, number>();
-  groups.forEach((topics, i) => topics.forEach((t) => subOfTopic.set(t, i)));
   const specs: TopicSpec[] = [];
   for (let round = 0; round < groups.length + 1; round += 1) {
     for (const node of topology.nodes.values()) {
@@ -60,14 +59,7 @@ export async function prepareTopics({ admin, topology, options, groups, partitio
   await admin.ensureTopics(specs);
 }
 
-/** Resolved source topics of each sub-topology (internal topics prefixed with the application id). */
+/** Resolved source topics of each sub-topology (internal topics prefixed with the application id), sorted. */
 export function sourceTopicGroups(topology: Topology, applicationId: string): string[][] {
-  return topology.subTopologies.map((sub) => {
-    const topics = new Set<string>();
-    for (const name of sub.nodes) {
-      const node = topology.nodes.get(name);
-      if (node?.kind === 'source') topics.add(node.internal ? internalTopic(applicationId, node.topic) : node.topic);
-    }
-    return [...topics].sort();
-  });
+  return planSubTopologies(topology, applicationId).map((plan) => [...plan.sourceTopics]);
 }
