@@ -5,18 +5,19 @@
  * beside it, and stops cleanly on SIGTERM. A module
  * that does not load stops start-up with INVALID_CONFIG before anything else starts.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postGraphQL } from '../../support/graphql.js';
 import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { startMain, type MainProcess } from './main-process.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-main-app-'));
-let child: ChildProcess | undefined;
+let main: MainProcess | undefined;
 afterAll(() => {
-  if (child?.exitCode === null) child.kill('SIGKILL');
+  main?.kill();
   rmSync(stateDir, { recursive: true, force: true });
 });
 
@@ -30,26 +31,17 @@ describe('npm start with IQGATE_APP', () => {
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3 }] });
     await admin.disconnect();
 
-    let output = '';
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        ...process.env,
-        PORT: '0',
-        KAFKA_BROKERS: kafkaBrokers().join(','),
-        IQGATE_APP: 'test/fixtures/apps/accounts-app.ts',
-        ACCOUNTS_APP_ID: app,
-        ACCOUNTS_TOPIC: topic,
-        IQGATE_STATE_DIR: stateDir,
-        IQGATE_LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    main = startMain({
+      KAFKA_BROKERS: kafkaBrokers().join(','),
+      IQGATE_APP: 'test/fixtures/apps/accounts-app.ts',
+      ACCOUNTS_APP_ID: app,
+      ACCOUNTS_TOPIC: topic,
+      IQGATE_STATE_DIR: stateDir,
+      IQGATE_LOG_LEVEL: 'warn',
     });
-    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await waitFor(() => /GraphiQL: (\S+)/.test(output) || child?.exitCode !== null, 90_000);
-    const url = /GraphiQL: (\S+)/.exec(output)?.[1];
-    expect(url, output).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/graphql$/);
-    expect(output).toContain(`iqgate is serving ${app}: stores "balances"`);
+    const url = await main.graphqlUrl();
+    expect(url, main.output()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/graphql$/);
+    expect(main.output()).toContain(`iqgate is serving ${app}: stores "balances"`);
 
     const producer = kafka.producer();
     await producer.connect();
@@ -79,9 +71,7 @@ describe('npm start with IQGATE_APP', () => {
     expect(metrics).toMatch(/^iqgate_tasks\{state="RUNNING"\} 3$/m);
     expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
 
-    child.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => child!.once('exit', (exitCode) => resolve(exitCode)));
-    expect(code, output).toBe(0);
+    expect(await main.stop(), main.output()).toBe(0);
   });
 
   it('stops with INVALID_CONFIG, before starting a broker, when the module does not load', () => {

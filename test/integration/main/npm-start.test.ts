@@ -3,18 +3,18 @@
  * it prints the GraphiQL URL, serves the live wordcount store over HTTP in both isolation
  * modes, and stops cleanly on SIGTERM.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postGraphQL } from '../../support/graphql.js';
 import { kafkaBrokers, uniqueName, waitFor } from '../../support/kafka.js';
+import { startMain, type MainProcess } from './main-process.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-main-'));
-let child: ChildProcess | undefined;
+let main: MainProcess | undefined;
 afterAll(() => {
-  if (child?.exitCode === null) child.kill('SIGKILL');
+  main?.kill();
   rmSync(stateDir, { recursive: true, force: true });
 });
 
@@ -33,27 +33,17 @@ function offsetsOf(position: GetResult['position']): number {
 describe('npm start', () => {
   it('serves the live wordcount store over GraphQL and stops on SIGTERM', async () => {
     const app = uniqueName('main');
-    let output = '';
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        ...process.env,
-        PORT: '0',
-        KAFKA_BROKERS: kafkaBrokers().join(','),
-        IQGATE_APP_ID: app,
-        IQGATE_INPUT_TOPIC: `${app}-input`,
-        IQGATE_OUTPUT_TOPIC: `${app}-output`,
-        IQGATE_STATE_DIR: stateDir,
-        IQGATE_DEMO_LINES_PER_SECOND: '50',
-        IQGATE_LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    main = startMain({
+      KAFKA_BROKERS: kafkaBrokers().join(','),
+      IQGATE_APP_ID: app,
+      IQGATE_INPUT_TOPIC: `${app}-input`,
+      IQGATE_OUTPUT_TOPIC: `${app}-output`,
+      IQGATE_STATE_DIR: stateDir,
+      IQGATE_DEMO_LINES_PER_SECOND: '50',
+      IQGATE_LOG_LEVEL: 'warn',
     });
-    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-
-    await waitFor(() => /GraphiQL: (\S+)/.test(output) || child?.exitCode !== null, 90_000);
-    const url = /GraphiQL: (\S+)/.exec(output)?.[1];
-    expect(url, output).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/graphql$/);
+    const url = await main.graphqlUrl();
+    expect(url, main.output()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/graphql$/);
 
     // The generator's words are counted and committed: "kafka" is the most frequent word.
     const query = `{ committed: get(store: "word-counts", key: "kafka") { value position }
@@ -71,8 +61,6 @@ describe('npm start', () => {
     const stores = await postGraphQL<{ stores: Array<{ name: string; partitions: number }> }>(url!, '{ stores { name partitions } }');
     expect(stores.stores).toEqual([expect.objectContaining({ name: 'word-counts', partitions: 4 })]);
 
-    child.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => child!.once('exit', (exitCode) => resolve(exitCode)));
-    expect(code, output).toBe(0);
+    expect(await main.stop(), main.output()).toBe(0);
   });
 });
