@@ -1,7 +1,7 @@
 /**
  * Exposes the runtime's processing figures to Prometheus (prom-client), read at scrape time from
  * the runtime's own reservoirs: commit latency, control-queue depth and wait (the Druid lesson's
- * figures), processing slices, restored records, task counts by state, and whether Kafka is out of reach.
+ * figures), processing slices, restored records, uncommitted bytes, task counts by state, and whether Kafka is out of reach.
  */
 import { Gauge, type Registry } from 'prom-client';
 import type { Runtime } from './runtime.js';
@@ -20,6 +20,7 @@ export function registerProcessingMetrics(registry: Registry, runtime: Runtime, 
   gauge('control_queue_wait_p99_ms', 'Time control operations waited in the queue (p99).', () => runtime.metricsSnapshot().controlWaitP99Ms);
   gauge('control_queue_coalesced_total', 'Control requests coalesced with one already waiting.', () => runtime.metricsSnapshot().controlCoalesced);
   gauge('restored_records_total', 'Changelog records replayed by restores.', () => runtime.metricsSnapshot().restoredRecords);
+  gauge('uncommitted_bytes', 'Bytes held uncommitted (write batches and dirty cache entries of all tasks), against uncommittedMaxBytes (KIP-892).', () => runtime.uncommittedBytes());
   gauge('kafka_error', '1 while the instance is out of its consumer group because of an error (runtime.kafkaError, e.g. the broker is unreachable), else 0.', () => (runtime.kafkaError === null ? 0 : 1));
   registry.registerMetric(new Gauge({
     name: `${prefix}tasks`,

@@ -342,6 +342,11 @@ export class Runtime {
     return this.manager?.localTasks() ?? [];
   }
 
+  /** Bytes held uncommitted by all tasks (write batches, also those being committed, and dirty cache entries): KIP-892's figure, against `uncommittedMaxBytes`. */
+  uncommittedBytes(): number {
+    return this.engine?.uncommittedBytes() ?? 0;
+  }
+
   metricsSnapshot(): ProcessingMetricsSnapshot {
     const control = this.manager?.control.stats;
     return {

@@ -70,6 +70,7 @@ describe('npm start with IQGATE_APP', () => {
     expect(Number(/^iqgate_commits_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     expect(metrics).toMatch(/^iqgate_tasks\{state="RUNNING"\} 3$/m);
     expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
+    expect(metrics).toMatch(/^iqgate_uncommitted_bytes \d+$/m);
 
     expect(await main.stop(), main.output()).toBe(0);
   });
