@@ -46,7 +46,7 @@
  *
  * 6. Topic metadata (memory): each kafkajs client keeps its own copy of the metadata of every
  * partition of the topics it uses; with one producer per task that is N² objects at N tasks.
- * `shared-metadata.ts` makes all clients of the process share one frozen copy per topic.
+ * `shared-metadata.ts` makes all clients of the process share one copy per topic.
  */
 import { createRequire, Module } from 'node:module';
 import { IqgateError } from '../errors.js';

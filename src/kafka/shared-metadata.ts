@@ -12,9 +12,11 @@
  * Here, when a BrokerPool stores a metadata response, each topic's entry that is deeply equal
  * to the entry last seen for that topic is replaced by that entry, which all pools then share;
  * an entry that differs (a leader moved, a partition was added) becomes the new shared one.
- * kafkajs only reads metadata; shared entries are frozen so that a write would fail loudly
- * instead of changing every client's view. The map holds entries weakly: a topic nobody uses
- * any more costs nothing.
+ * Sharing is sound because kafkajs 2.2.4 only reads this metadata (its cluster, producer,
+ * consumer and assigners look partitions up, filter and map them into new arrays; nothing in
+ * its src/ assigns to them), and iqgate never sees these objects (admin's fetchTopicMetadata
+ * answers a fresh response). They are not frozen: freezing made 1000 tasks start 2–4 s slower
+ * in bench:scale. The map holds entries weakly: a topic nobody uses any more costs nothing.
  */
 import { createRequire } from 'node:module';
 
@@ -29,8 +31,9 @@ const latestByTopic = new Map<string, WeakRef<TopicMetadata>>();
 
 /**
  * Deep equality of decoded metadata: plain objects, arrays and primitives (what kafkajs'
- * decoders build). About 3× faster than util.isDeepStrictEqual here, which matters with a
- * thousand producers each comparing a thousand partitions.
+ * decoders build). About 110 µs for a topic of 1000 partitions, a third less than a walk over
+ * Object.keys and 9× faster than util.isDeepStrictEqual; it runs for every topic of every
+ * metadata response (about 3200 responses while 1000 tasks start).
  */
 export function sameData(a: unknown, b: unknown): boolean {
   if (a === b) return true;
@@ -40,28 +43,24 @@ export function sameData(a: unknown, b: unknown): boolean {
     for (let i = 0; i < a.length; i++) if (!sameData(a[i], b[i])) return false;
     return true;
   }
-  if (Array.isArray(b) || Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return false;
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  for (const key of keys) {
-    if (!Object.hasOwn(b, key) || !sameData((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false;
+  if (Array.isArray(b)) return false;
+  let keys = 0;
+  for (const key in a) {
+    keys += 1;
+    if (!(key in b) || !sameData((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false;
   }
-  return true;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
+  for (const key in b) {
+    void key;
+    keys -= 1;
   }
-  return value;
+  return keys === 0;
 }
 
 /** The shared entry deeply equal to `entry`, or `entry` itself, now the shared one for its topic. */
 export function shareTopicMetadata<T extends TopicMetadata>(entry: T): T {
   const latest = latestByTopic.get(entry.topic)?.deref();
   if (latest !== undefined && sameData(latest, entry)) return latest as T;
-  latestByTopic.set(entry.topic, new WeakRef(deepFreeze(entry)));
+  latestByTopic.set(entry.topic, new WeakRef(entry));
   return entry;
 }
 

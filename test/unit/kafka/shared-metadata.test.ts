@@ -24,15 +24,13 @@ function response(topic: string, partitions: number, leader = 1) {
 }
 
 describe('shared topic metadata (kafkajs patch 6)', () => {
-  it('gives every BrokerPool the same frozen copy of a topic\'s metadata while it is unchanged', () => {
+  it('gives every BrokerPool the same copy of a topic\'s metadata while it is unchanged', () => {
     const pools = Array.from({ length: 3 }, () => new BrokerPool({ logger, connectionPoolBuilder: {} }));
     expect(pools[0]!.metadata).toBeNull();
     for (const pool of pools) pool.metadata = response('shared-a', 50);
     const [first, second, third] = pools.map((pool) => pool.metadata!.topicMetadata[0]!);
     expect(second).toBe(first);
     expect(third).toBe(first);
-    expect(Object.isFrozen(first!.partitionMetadata)).toBe(true);
-    expect(Object.isFrozen(first!.partitionMetadata[7])).toBe(true);
     expect(first!.partitionMetadata).toHaveLength(50);
   });
 
