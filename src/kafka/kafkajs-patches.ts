@@ -47,11 +47,15 @@
  * 6. Topic metadata (memory): each kafkajs client keeps its own copy of the metadata of every
  * partition of the topics it uses; with one producer per task that is N² objects at N tasks.
  * `shared-metadata.ts` makes all clients of the process share one copy per topic.
+ *
+ * 7. Metadata at connect (start-up time, network): a client that targets no topic yet refreshes
+ * the metadata of every topic of the cluster; `targeted-metadata.ts` asks for none instead.
  */
 import { createRequire, Module } from 'node:module';
 import { IqgateError } from '../errors.js';
 import { encodeRecord } from './record-encoder.js';
 import { installSharedMetadata } from './shared-metadata.js';
+import { installTargetedMetadata } from './targeted-metadata.js';
 
 interface RawMessage {
   readonly offset: string;
@@ -128,6 +132,7 @@ install('kafkajs/src/consumer/filterAbortedMessages.js', filterAbortedMessages);
 install('kafkajs/src/producer/groupMessagesPerPartition.js', groupMessagesPerPartition);
 install('kafkajs/src/protocol/recordBatch/record/v0/index.js', encodeRecord);
 installSharedMetadata();
+installTargetedMetadata();
 
 let verified = false;
 
