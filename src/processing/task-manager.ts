@@ -107,6 +107,11 @@ export class TaskManager implements ConsumerHandlers {
     });
   }
 
+  /** Failed commit/open attempts of a task since its last commit or new assignment (its back-off grows with them). */
+  failedAttempts(taskId: string): number {
+    return this.recovery.attempts(taskId);
+  }
+
   /** Every topic the consumer subscribes to (sources, repartition topics included). */
   sourceTopics(): string[] {
     return [...this.planOfTopic.keys()].sort();
@@ -173,7 +178,13 @@ export class TaskManager implements ConsumerHandlers {
           if (this.backpressured.has(existing)) consumer.pause(existing.sourcePartitions);
         } else {
           consumer.pause(existing.sourcePartitions);
-          if (existing.state === 'SUSPENDED') this.requestOpen(existing); // e.g. fenced and waiting: the rebalance came
+          if (existing.state === 'SUSPENDED') {
+            // Waiting to be re-opened (fenced and waiting for this rebalance, or failed while the
+            // broker was away and now the group is back): now, and backing off from the start,
+            // not after the back-off a long outage built up (up to startupRetryMaxMs).
+            this.recovery.resetAttempts(existing.id);
+            this.requestOpen(existing);
+          }
         }
         continue;
       }

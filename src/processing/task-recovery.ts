@@ -29,9 +29,18 @@ export class TaskRecovery {
 
   constructor(private readonly deps: TaskRecoveryDeps) {}
 
-  /** A commit went through: the task's next failure backs off from the start again. */
+  /**
+   * A commit went through, or a new assignment changed the situation (the group is back after a
+   * broker outage, or the rebalance a fenced task waited for came): the task's next failure backs
+   * off from the start again.
+   */
   resetAttempts(taskId: string): void {
     this.failures.delete(taskId);
+  }
+
+  /** Failed attempts since the task's last commit (or new assignment). */
+  attempts(taskId: string): number {
+    return this.failures.get(taskId) ?? 0;
   }
 
   /**
