@@ -17,6 +17,7 @@ import {
   checkIsolation,
   checkKeyTyping,
   checkPagination,
+  checkInitialSubscriptions,
   checkSubscriptions,
   seedIsolation,
   waitUntil,
@@ -64,6 +65,10 @@ describe('the GraphQL gateway over node:http and LevelDB', () => {
 
   it('streams committed changes over SSE in order and resumes after a position', async () => {
     await checkSubscriptions(f, client);
+  });
+
+  it('starts a subscription with the current state, then live changes, and lists a partition again when resumed in its middle', async () => {
+    await checkInitialSubscriptions(f, client);
   });
 
   it('stops waiting for a position bound when the client disconnects', async () => {
