@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { DocumentNode } from 'graphql';
+import { Registry } from 'prom-client';
 import type { Serde, TaskStores } from '../src/store/types.js';
 
 // As a production server runs: graphql-js skips its development-only instanceof checks. Set
@@ -144,8 +145,8 @@ async function main(): Promise<void> {
   const singleBodies = shuffled.slice(0, 2000).map((k) => JSON.stringify({ query: single, variables: { k } }));
   const batchBodies = Array.from({ length: 200 }, (_, i) => JSON.stringify({ query: batched, variables: { ks: shuffled.slice(i * BATCH, (i + 1) * BATCH) } }));
 
-  // The gateway: yoga + armor + masking, exactly as createGateway builds it.
-  const gateway = createGateway({ provider, logging: false });
+  // The gateway: yoga + armor + masking + the /metrics registry, as serve() builds it.
+  const gateway = createGateway({ provider, logging: false, metrics: new Registry() });
   const gatewayServer = createServer(gateway);
   // The baseline: the same executable schema and context, graphql-js parse (cached)/validate/execute.
   const options = resolveGatewayOptions({ provider, logging: false });
