@@ -19,7 +19,7 @@
  *   seeks, and the next GROUP_JOIN hands the task manager the assignment to pause and seek
  *   afresh, exactly as after any rebalance.
  */
-import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
+import type { Cluster, Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { ConsumerHandlers, GroupConsumerPort, InputRecord, PartitionOwner, TopicPartition, TopicPartitionOffset } from '../processing/ports.js';
 import { toIqgateError } from './kafka-errors.js';
 import { PartitionOwnerTracker } from './partition-owner-tracker.js';
@@ -40,6 +40,16 @@ export interface GroupConsumerOptions {
   readonly advertisedUrl?: string;
   /** Sees failures of the background partition-owner refresh (describeGroup). */
   readonly onOwnersError?: (error: unknown) => void;
+  /**
+   * The member id this application instance had before it stopped (persisted by the caller from
+   * onMemberId). It is removed from the group before this consumer joins: a crashed instance's
+   * member would otherwise hold up the next rebalance until its session times out.
+   */
+  readonly previousMemberId?: string;
+  /** Every member id this consumer joins with (to persist for previousMemberId). */
+  readonly onMemberId?: (memberId: string) => void;
+  /** The outcome of removing previousMemberId: removed, or why not (e.g. it had left already). */
+  readonly onPreviousMemberRemoved?: (outcome: { readonly memberId: string; readonly removed: boolean; readonly error?: unknown }) => void;
 }
 
 export function toInputRecord(topic: string, partition: number, message: KafkaMessage): InputRecord {
@@ -66,12 +76,17 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
   /** A member of the group: from a GROUP_JOIN until kafkajs stops its ConsumerGroup (crash or stop). */
   private joined = false;
   private readonly owners: PartitionOwnerTracker;
+  private cluster: Cluster | undefined;
 
   constructor(kafka: Kafka, private readonly options: GroupConsumerOptions) {
     this.consumer = kafka.consumer({
       groupId: options.groupId,
       readUncommitted: false,
-      partitionAssigners: [taskAssigner(options.taskGroups, options.advertisedUrl === undefined ? {} : { url: options.advertisedUrl })],
+      partitionAssigners: [(config) => {
+        // kafkajs hands the assigner factory this consumer's Cluster: the only way to reach it.
+        this.cluster = config.cluster;
+        return taskAssigner(options.taskGroups, options.advertisedUrl === undefined ? {} : { url: options.advertisedUrl })(config);
+      }],
       sessionTimeout: options.sessionTimeoutMs ?? 30_000,
       heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
       rebalanceTimeout: options.rebalanceTimeoutMs ?? 60_000,
@@ -96,6 +111,7 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
   async run(handlers: ConsumerHandlers): Promise<void> {
     const c = this.consumer;
     c.on(c.events.GROUP_JOIN, (event) => {
+      this.options.onMemberId?.(event.payload.memberId);
       const assignment: TopicPartition[] = [];
       for (const [topic, partitions] of Object.entries(event.payload.memberAssignment)) {
         for (const partition of partitions) assignment.push({ topic, partition });
@@ -118,6 +134,7 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
     });
     try {
       await c.connect();
+      if (this.options.previousMemberId !== undefined) await this.removePreviousMember(this.options.previousMemberId);
       await c.subscribe({ topics: [...this.options.topics], fromBeginning: true });
       await c.run({
         autoCommit: false,
@@ -137,6 +154,28 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
 
   // Without a group (crashed, restarting: see the module comment) there is nothing to pause,
   // resume or seek; the next join's assignment re-applies what the tasks need.
+  /**
+   * LeaveGroup on behalf of this instance's previous member (kafkajs has no static membership,
+   * KIP-345): the coordinator drops it at once instead of waiting out its session. Safe because
+   * the previous member cannot be alive: it ran on the same state directory, whose LevelDB lock
+   * this process holds. A member that is gone already answers UNKNOWN_MEMBER_ID; any failure
+   * only means the join waits for the session timeout, as it did before.
+   */
+  private async removePreviousMember(memberId: string): Promise<void> {
+    const report = this.options.onPreviousMemberRemoved;
+    try {
+      if (this.cluster === undefined) throw new TypeError('the consumer\'s cluster is not known yet');
+      // kafkajs' Broker has leaveGroup (broker/index.js), missing from its type declarations.
+      const coordinator = (await this.cluster.findGroupCoordinator({ groupId: this.options.groupId })) as unknown as {
+        leaveGroup(request: { groupId: string; memberId: string }): Promise<unknown>;
+      };
+      await coordinator.leaveGroup({ groupId: this.options.groupId, memberId });
+      report?.({ memberId, removed: true });
+    } catch (error) {
+      report?.({ memberId, removed: false, error });
+    }
+  }
+
   pause(partitions: readonly TopicPartition[]): void {
     if (partitions.length > 0 && this.joined) this.consumer.pause(group(partitions));
   }

@@ -26,6 +26,7 @@ import type { Topology } from '../processing/topology.js';
 import { createInMemoryStoreEngine, openLevelStoreEngine } from '../store/index.js';
 import type { Serde, StoreEngine } from '../store/types.js';
 import { crashHookFromEnv } from './crash-points.js';
+import { groupMemberOptions } from './group-member-file.js';
 import { prepareTopics, sourceTopicGroups } from './prepare-topics.js';
 import { ProcessingMetrics, type ProcessingMetricsSnapshot } from './processing-metrics.js';
 import { advertisedUrlSchema, parseRuntimeOptions, type RuntimeOptions, type RuntimeOptionsInput } from './runtime-options.js';
@@ -141,6 +142,7 @@ export class Runtime {
         maxBytes: o.fetchMaxBytes,
         ...(this.advertised === undefined ? {} : { advertisedUrl: this.advertised }),
         onOwnersError: (error) => this.logger.warn({ err: error }, 'learning the partition owners (describeGroup) failed; routing waits for the next rebalance'),
+        ...(o.stateDir === undefined ? {} : groupMemberOptions(o.stateDir, o.applicationId, this.logger)),
       },
     });
     this.ports = ports;

@@ -2,8 +2,9 @@
  * Crash tests (DESIGN.md §4: "test every step"): the wordcount runs in a child process that is
  * SIGKILLed again and again — at each step of the commit protocol (IQGATE_CRASH_AT), above all
  * between the Kafka commit and the store commit, and at random moments. Two independent lanes
- * (own application, topics and state directory) run side by side to fit the time budget, since
- * every restart waits out the killed member's session (6 s, the broker's minimum).
+ * (own application, topics and state directory) run side by side to fit the time budget. A
+ * restart removes the member the killed run left in the group (group-member-file.ts) instead of
+ * waiting out its session.
  *
  * After the last crash a clean run drains the input; then the committed store on disk must
  * equal the model, the read_committed output must hold every count update exactly once, and
