@@ -18,6 +18,10 @@
  *   pause/resume/seek are no-ops: the new member starts with no paused partitions and no
  *   seeks, and the next GROUP_JOIN hands the task manager the assignment to pause and seek
  *   afresh, exactly as after any rebalance.
+ * - A restart after a crash: the member the crashed run left would hold up the next rebalance
+ *   until its session expires (kafkajs has no static membership). Given its id
+ *   (`previousMemberId`, recorded by the runtime in the state directory), the consumer sends
+ *   LeaveGroup for it before joining.
  */
 import type { Cluster, Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { ConsumerHandlers, GroupConsumerPort, InputRecord, PartitionOwner, TopicPartition, TopicPartitionOffset } from '../processing/ports.js';
@@ -152,8 +156,6 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
     }
   }
 
-  // Without a group (crashed, restarting: see the module comment) there is nothing to pause,
-  // resume or seek; the next join's assignment re-applies what the tasks need.
   /**
    * LeaveGroup on behalf of this instance's previous member (kafkajs has no static membership,
    * KIP-345): the coordinator drops it at once instead of waiting out its session. Safe because
@@ -176,6 +178,8 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
     }
   }
 
+  // Without a group (crashed, restarting: see the module comment) there is nothing to pause,
+  // resume or seek; the next join's assignment re-applies what the tasks need.
   pause(partitions: readonly TopicPartition[]): void {
     if (partitions.length > 0 && this.joined) this.consumer.pause(group(partitions));
   }
