@@ -94,7 +94,13 @@ export const queryResolvers = {
   Query: {
     instance(_: unknown, __: unknown, context: GatewayContext) {
       const state = context.provider.instanceState();
-      return { state, serving: isServing(state), stores: context.provider.stores().length, tasks: context.provider.tasks().length };
+      return {
+        state,
+        serving: isServing(state),
+        stores: context.provider.stores().length,
+        tasks: context.provider.tasks().length,
+        kafkaError: context.provider.kafkaError?.() ?? null,
+      };
     },
     stores(_: unknown, __: unknown, context: GatewayContext) {
       return context.provider.stores();

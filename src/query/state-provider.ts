@@ -50,6 +50,11 @@ export interface StateProvider {
    * without it, every non-local partition is plainly NOT_PRESENT and nothing is forwarded.
    */
   remoteOwner?(storeName: string, partition: number): string | undefined;
+  /**
+   * Why the instance is out of its consumer group right now (e.g. BROKER_UNAVAILABLE while the
+   * broker is away), or undefined while it is in. Optional: without it, none is reported.
+   */
+  kafkaError?(): { readonly code: string; readonly message: string } | undefined;
 }
 
 /** True when the instance may answer queries at all. */

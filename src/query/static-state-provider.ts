@@ -84,6 +84,17 @@ export class StaticStateProvider implements StateProvider {
     this.state = state;
   }
 
+  private error: { readonly code: string; readonly message: string } | undefined;
+
+  /** What kafkaError() answers (undefined: in the group). */
+  setKafkaError(error: { readonly code: string; readonly message: string } | undefined): void {
+    this.error = error;
+  }
+
+  kafkaError(): { readonly code: string; readonly message: string } | undefined {
+    return this.error;
+  }
+
   instanceState(): InstanceState {
     return this.state;
   }

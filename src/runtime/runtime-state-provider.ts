@@ -25,6 +25,11 @@ export class RuntimeStateProvider implements StateProvider {
     return INSTANCE_STATE[this.runtime.state];
   }
 
+  kafkaError(): { readonly code: string; readonly message: string } | undefined {
+    const error = this.runtime.kafkaError;
+    return error === null ? undefined : { code: error.code, message: error.message };
+  }
+
   stores(): readonly StoreDescriptor[] {
     const stores: StoreDescriptor[] = [];
     for (const definition of this.runtime.storeDefinitions()) {

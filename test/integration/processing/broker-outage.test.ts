@@ -179,11 +179,12 @@ describe('a broker that goes away and comes back', () => {
       const staleRead = await gateway(rt).fetch('http://iqgate.test/graphql', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: '{ strict: range(store: "word-counts", first: 1000) { partitions { failure { reason } } } stale: range(store: "word-counts", first: 1000, allowStale: true) { edges { node { key value } } partitions { failure { reason } } } }' }),
+        body: JSON.stringify({ query: '{ instance { state kafkaError { code } } strict: range(store: "word-counts", first: 1000) { partitions { failure { reason } } } stale: range(store: "word-counts", first: 1000, allowStale: true) { edges { node { key value } } partitions { failure { reason } } } }' }),
       });
-      const stale = (await staleRead.json()) as { data: { strict: { partitions: Array<{ failure: { reason: string } | null }> }; stale: { edges: Array<{ node: { key: string; value: number } }>; partitions: Array<{ failure: unknown }> } } };
+      const stale = (await staleRead.json()) as { data: { instance: { state: string; kafkaError: { code: string } | null }; strict: { partitions: Array<{ failure: { reason: string } | null }> }; stale: { edges: Array<{ node: { key: string; value: number } }>; partitions: Array<{ failure: unknown }> } } };
       expect(stale.data.strict.partitions.some((p) => p.failure?.reason === 'NOT_ACTIVE'), 'a rolled-back task is not served by default').toBe(true);
       expect(stale.data.stale.partitions.map((p) => p.failure)).toEqual([null, null, null]);
+      expect(stale.data.instance, 'a dashboard sees why').toEqual({ state: 'RUNNING', kafkaError: { code: 'BROKER_UNAVAILABLE' } });
       expect(new Map(stale.data.stale.edges.map((e) => [e.node.key, e.node.value])), 'allowStale serves the committed state').toEqual(duringOutage);
       await until(`the broker down for ${DOWN_MS} ms`, () => Date.now() - killedAt >= DOWN_MS, DOWN_MS + 5_000, 100);
       mark(`tasks while down: ${rt.localTasks().map((t) => `${t.id}=${t.state}`).join(' ')}`);

@@ -168,6 +168,15 @@ describe('the GraphQL gateway through yoga.fetch', () => {
     expect(result.data.range.edges.every((e: any) => e.node.partition === 0)).toBe(true);
   });
 
+  it('says why the instance is out of its consumer group, and nothing while it is in', async () => {
+    const ask = async () => ((await gql(client.fetch, client.url, '{ instance { state serving kafkaError { code message } } }')) as any).data.instance;
+    expect(await ask()).toEqual({ state: 'RUNNING', serving: true, kafkaError: null });
+    f.provider.setKafkaError({ code: 'BROKER_UNAVAILABLE', message: 'consumer of group app: Kafka broker unreachable' });
+    expect(await ask()).toEqual({ state: 'RUNNING', serving: true, kafkaError: { code: 'BROKER_UNAVAILABLE', message: 'consumer of group app: Kafka broker unreachable' } });
+    f.provider.setKafkaError(undefined);
+    expect((await ask()).kafkaError).toBeNull();
+  });
+
   it('answers GET /health while alive, and GET /ready with 200 only while the instance serves', async () => {
     const get = (path: string) => f.gateway.fetch(`http://gateway.test${path}`, { method: 'GET' });
     expect((await get('/health')).status).toBe(200);
