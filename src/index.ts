@@ -47,7 +47,7 @@ export { registerProcessingMetrics } from './runtime/processing-metrics-exporter
 // queries and the gateway
 export { QueryEngine } from './query/query-engine.js';
 export { partitionForKey } from './murmur2.js';
-export type { StateProvider, StoreDescriptor, LocalStorePartition, InstanceState } from './query/state-provider.js';
+export type { StateProvider, StoreDescriptor, LocalStorePartition, InstanceState, InstanceError } from './query/state-provider.js';
 export { StaticStateProvider } from './query/static-state-provider.js';
 export { createGateway, type Gateway } from './graphql/create-gateway.js';
 export type { GatewayOptions } from './graphql/gateway-options.js';

@@ -11,14 +11,14 @@
  */
 import { randomInt } from 'node:crypto';
 import type { ICustomPartitioner, PartitionerArgs } from 'kafkajs';
-import { murmur2, toPositive } from '../murmur2.js';
+import { partitionForKey, toPositive } from '../murmur2.js';
 
 export const keyPartitioner: ICustomPartitioner = () => {
   const counters = new Map<string, number>();
   return ({ topic, partitionMetadata, message }: PartitionerArgs): number => {
     if (message.partition !== null && message.partition !== undefined) return message.partition;
     const key = message.key;
-    if (key !== null && key !== undefined) return toPositive(murmur2(typeof key === 'string' ? Buffer.from(key) : key)) % partitionMetadata.length;
+    if (key !== null && key !== undefined) return partitionForKey(typeof key === 'string' ? Buffer.from(key) : key, partitionMetadata.length);
     const next = (counters.get(topic) ?? randomInt(2 ** 31)) + 1;
     counters.set(topic, next);
     const available = partitionMetadata.filter((p) => p.leader >= 0);

@@ -102,10 +102,13 @@ interface Header {
 
 /** The headers flattened as kafkajs flattens them (an array value = one header per element). */
 function flattenHeaders(headers: Readonly<Record<string, unknown>>): Header[] {
-  return Object.keys(headers).flatMap((key) => {
+  const flat: Header[] = [];
+  for (const key of Object.keys(headers)) {
     const value = headers[key];
-    return Array.isArray(value) ? (value as unknown[]).map((one) => ({ key, value: one })) : [{ key, value }];
-  });
+    if (Array.isArray(value)) for (const one of value as unknown[]) flat.push({ key, value: one });
+    else flat.push({ key, value });
+  }
+  return flat;
 }
 
 function encodeGeneral(record: RecordInput, headers: readonly Header[]): EncoderLike {

@@ -54,7 +54,13 @@ export interface StateProvider {
    * Why the instance is out of its consumer group right now (e.g. BROKER_UNAVAILABLE while the
    * broker is away), or undefined while it is in. Optional: without it, none is reported.
    */
-  kafkaError?(): { readonly code: string; readonly message: string } | undefined;
+  kafkaError?(): InstanceError | undefined;
+}
+
+/** A coded error of the instance as a whole (its code is one of src/errors.ts). */
+export interface InstanceError {
+  readonly code: string;
+  readonly message: string;
 }
 
 /** True when the instance may answer queries at all. */

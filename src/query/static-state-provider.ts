@@ -6,6 +6,7 @@
 import { IqgateError } from '../errors.js';
 import type { Serde, TaskStores } from '../store/types.js';
 import type {
+  InstanceError,
   InstanceState,
   LocalStorePartition,
   StateProvider,
@@ -35,6 +36,7 @@ export class StaticStateProvider implements StateProvider {
   private readonly descriptors: Map<string, StoreDescriptor>;
   private readonly taskEntries = new Map<string, TaskEntry>();
   private state: InstanceState;
+  private kafkaErrorNow: InstanceError | undefined;
   /** store name → partition → owner URL (setRemoteOwner). */
   private readonly owners = new Map<string, Map<number, string>>();
 
@@ -84,15 +86,13 @@ export class StaticStateProvider implements StateProvider {
     this.state = state;
   }
 
-  private error: { readonly code: string; readonly message: string } | undefined;
-
   /** What kafkaError() answers (undefined: in the group). */
-  setKafkaError(error: { readonly code: string; readonly message: string } | undefined): void {
-    this.error = error;
+  setKafkaError(error: InstanceError | undefined): void {
+    this.kafkaErrorNow = error;
   }
 
-  kafkaError(): { readonly code: string; readonly message: string } | undefined {
-    return this.error;
+  kafkaError(): InstanceError | undefined {
+    return this.kafkaErrorNow;
   }
 
   instanceState(): InstanceState {

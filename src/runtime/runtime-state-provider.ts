@@ -6,7 +6,7 @@
  * A store's partition count is known once the runtime has read its source topics' metadata;
  * until then the store is not listed (queries answer STORE_NOT_FOUND / NOT_STARTED).
  */
-import type { InstanceState, LocalStorePartition, StateProvider, StoreDescriptor, TaskDescriptor } from '../query/state-provider.js';
+import type { InstanceError, InstanceState, LocalStorePartition, StateProvider, StoreDescriptor, TaskDescriptor } from '../query/state-provider.js';
 import type { Runtime, RuntimeState } from './runtime.js';
 
 const INSTANCE_STATE: Readonly<Record<RuntimeState, InstanceState>> = {
@@ -25,7 +25,7 @@ export class RuntimeStateProvider implements StateProvider {
     return INSTANCE_STATE[this.runtime.state];
   }
 
-  kafkaError(): { readonly code: string; readonly message: string } | undefined {
+  kafkaError(): InstanceError | undefined {
     const error = this.runtime.kafkaError;
     return error === null ? undefined : { code: error.code, message: error.message };
   }
