@@ -8,6 +8,9 @@ FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production PORT=4000 HOST=0.0.0.0 IQGATE_STATE_DIR=/var/lib/iqgate
 COPY package.json package-lock.json ./
+# The root postinstall fetches the native Kafka client's prebuilt binary (README "Run the tests");
+# without build tools in this image a failed download leaves the runtime on kafkajs.
+COPY scripts/install-kafka-native.mjs ./scripts/
 # tsx is a runtime dependency: iqgate runs its TypeScript sources directly.
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY tsconfig.json schema.graphql ./

@@ -15,7 +15,7 @@ const forbidden = {
   runtime: ['graphql'],
   graphql: ['kafka', 'processing'],
 };
-const packagesOnlyFor = { kafkajs: 'kafka', graphql: 'graphql', 'graphql-yoga': 'graphql' };
+const packagesOnlyFor = { kafkajs: 'kafka', '@confluentinc/kafka-javascript': 'kafka', graphql: 'graphql', 'graphql-yoga': 'graphql' };
 
 const layers = Object.entries(forbidden).map(([folder, folders]) => {
   const packages = Object.entries(packagesOnlyFor)

@@ -40,6 +40,7 @@ export { TopologyBuilder, type Topology, type ProcessorContext, type ProcessorFn
 export { createRuntime, Runtime, type RuntimeConfig, type RuntimeState, type TaskOwner } from './runtime/runtime.js';
 export type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 export { installShutdownHooks } from './runtime/shutdown-hooks.js';
+export { createLogger, logFormatFor, LOG_FORMATS, type LogFormat, type LoggerOptions } from './runtime/create-logger.js';
 export { defineApp, loadApp, type AppDefinition, type LoadedApp } from './runtime/app-module.js';
 export { RuntimeStateProvider } from './runtime/runtime-state-provider.js';
 export { registerProcessingMetrics } from './runtime/processing-metrics-exporter.js';

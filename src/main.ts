@@ -22,6 +22,8 @@
  *   IQGATE_GUARANTEE             exactly_once | at_least_once (default: the module's, else exactly_once)
  *   IQGATE_DEMO_LINES_PER_SECOND demo: 20 (0 disables the generator)
  *   IQGATE_LOG_LEVEL             default: the module's, else info
+ *   IQGATE_LOG_FORMAT            pretty | json; default pretty when stdout is a terminal, json
+ *                                otherwise (one JSON object per line, for log collectors)
  *   IQGATE_ADVERTISED_URL        this instance's GraphQL URL as other instances reach it
  *                                (e.g. http://10.0.0.5:4000/graphql); set it on every instance
  *                                of a group and each forwards key lookups to the owner
@@ -37,7 +39,8 @@ import { IqgateError } from './errors.js';
 import { KafkaAdmin } from './kafka/kafka-admin.js';
 import { createKafka } from './kafka/kafka-client.js';
 import { loadApp, type LoadedApp } from './runtime/app-module.js';
-import { createRuntime, type Runtime } from './runtime/runtime.js';
+import { createLogger, LOG_FORMATS } from './runtime/create-logger.js';
+import { createRuntime, type Runtime, type RuntimeConfig } from './runtime/runtime.js';
 import type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { installShutdownHooks } from './runtime/shutdown-hooks.js';
 import { serve } from './serve.js';
@@ -55,6 +58,7 @@ const envSchema = z.object({
   IQGATE_DEMO_LINES_PER_SECOND: z.coerce.number().int().min(0).max(100_000).default(20),
   IQGATE_ADVERTISED_URL: z.string().url().optional(),
   IQGATE_LOG_LEVEL: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).optional(),
+  IQGATE_LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
 });
 
 function readEnv(): z.output<typeof envSchema> {
@@ -102,12 +106,14 @@ async function main(): Promise<void> {
     }
     const brokerList = brokers.split(',').map((b) => b.trim());
 
+    const logLevel = env.IQGATE_LOG_LEVEL ?? app?.options.logLevel ?? 'info';
     const common = {
       brokers: brokerList,
       applicationId,
       stateDir,
+      logLevel,
+      logger: createLogger({ level: logLevel, ...(env.IQGATE_LOG_FORMAT === undefined ? {} : { format: env.IQGATE_LOG_FORMAT }) }),
       ...(env.IQGATE_GUARANTEE === undefined ? {} : { processingGuarantee: env.IQGATE_GUARANTEE }),
-      ...(env.IQGATE_LOG_LEVEL === undefined ? {} : { logLevel: env.IQGATE_LOG_LEVEL }),
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
     };
     const runtime = app === undefined ? await startDemo(env, common, stops) : await startApp(app, common);
@@ -131,7 +137,7 @@ async function main(): Promise<void> {
 }
 
 /** What the environment decides, for the demo and for IQGATE_APP alike. */
-type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl'> & {
+type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl'> & Pick<RuntimeConfig, 'logger'> & {
   readonly brokers: string[];
   readonly applicationId: string;
   readonly stateDir: string;
@@ -166,7 +172,7 @@ async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions,
     });
     stops.push(() => feed.stop());
   }
-  return runWordcount({ ...common, inputTopic, outputTopic: env.IQGATE_OUTPUT_TOPIC, logLevel: common.logLevel ?? 'info' });
+  return runWordcount({ ...common, inputTopic, outputTopic: env.IQGATE_OUTPUT_TOPIC });
 }
 
 main().catch((error: unknown) => {

@@ -1,9 +1,9 @@
 /** `runWordcount(config)`: the wordcount topology on a started runtime. */
-import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import { createRuntime, type Runtime, type RuntimeConfig } from '../../src/runtime/runtime.js';
 import type { RuntimeOptionsInput } from '../../src/runtime/runtime-options.js';
 import { buildWordcountTopology, type WordcountTopologyOptions } from './wordcount-topology.js';
 
-export type WordcountConfig = Omit<RuntimeOptionsInput, 'applicationId'> & WordcountTopologyOptions & {
+export type WordcountConfig = Omit<RuntimeOptionsInput, 'applicationId'> & Pick<RuntimeConfig, 'logger'> & WordcountTopologyOptions & {
   /** Default `wordcount`. */
   readonly applicationId?: string;
 };

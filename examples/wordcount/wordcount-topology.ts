@@ -25,7 +25,7 @@ export function buildWordcountTopology(options: WordcountTopologyOptions): Topol
     .stream(options.inputTopic, { key: serdes.string, value: serdes.string })
     .flatMapValues((line) => wordsOf(line), serdes.string)
     .groupBy((_key, word) => word, { key: serdes.string, name: 'words' })
-    .count({ store: options.storeName ?? 'word-counts', value: serdes.int32 })
+    .count({ store: options.storeName ?? 'word-counts', value: serdes.int64 })
     .toStream()
     .to(options.outputTopic);
   return builder.build();

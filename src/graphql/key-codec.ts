@@ -31,13 +31,16 @@ function toTyped(serdeName: string, input: unknown, argument: string): unknown {
       if (typeof input !== 'string') throw invalid('a String');
       return input;
     case 'int32':
+    case 'sortableInt32':
       if (typeof input !== 'number' || !Number.isInteger(input) || input < -0x80000000 || input > 0x7fffffff) throw invalid('a 32-bit Int');
       return input;
     case 'int64':
+    case 'sortableInt64':
       if (typeof input === 'number' && Number.isSafeInteger(input)) return BigInt(input);
       if (typeof input !== 'string' || !INT64_PATTERN.test(input)) throw invalid('a decimal integer String');
       return BigInt(input);
     case 'float64':
+    case 'sortableFloat64':
       if (typeof input !== 'number' || !Number.isFinite(input)) throw invalid('a Float');
       return input;
     case 'bytes':

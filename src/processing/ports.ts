@@ -66,6 +66,26 @@ export interface ConsumerHandlers {
    * assignment is applied afresh, as after any rebalance.
    */
   onReconnecting?(error: IqgateError): void;
+  /**
+   * The consumer is back after onReconnecting without needing a rebalance (librdkafka keeps
+   * its group membership through a short outage): records flow again.
+   */
+  onReconnected?(): void;
+  /**
+   * Whether the tasks can take more records now. Adapters whose pause is costly (librdkafka
+   * drops a paused partition's prefetched records) ask before each fetch and wait while false,
+   * instead of the task manager pausing partitions for back-pressure.
+   */
+  readyForMore?(): boolean;
+  /**
+   * Cooperative rebalancing (adapters whose consumer has `cooperative`): these partitions are
+   * about to be taken away, the rest stay. The adapter gives them up only once the returned
+   * promise settles, so the tasks can commit what they processed first (Kafka Streams'
+   * onPartitionsRevoked). `lost`: the member was already out of the group (session expired):
+   * nothing can be committed any more, the tasks are dropped. onAssignment follows with the
+   * assignment that remains.
+   */
+  onRevoked?(partitions: readonly TopicPartition[], lost: boolean): Promise<void>;
 }
 
 /**
@@ -91,6 +111,12 @@ export interface GroupConsumerPort {
    * background after each join; empty until then). Optional: in-memory fakes may omit it.
    */
   partitionOwners?(): readonly PartitionOwner[];
+  /**
+   * True when a rebalance leaves retained partitions alone (cooperative protocol: their fetch
+   * positions survive, and onRevoked announces what goes). False or absent: eager, every
+   * partition is revoked and re-assigned, positions re-read from the broker.
+   */
+  readonly cooperative?: boolean;
 }
 
 /**
@@ -112,6 +138,40 @@ export interface TaskProducer {
   /** Exactly-once: commits the open transaction. At-least-once: a no-op. */
   commit(): Promise<void>;
   /** Aborts the open transaction, if any. */
+  abort(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Exactly-once v2 (KIP-447): ONE transactional producer for every task of the instance, as a
+ * Kafka Streams stream thread has. Its offset commits carry the consumer's group generation
+ * and member id, so the group coordinator rejects a zombie's commit (stale generation), and
+ * its transactionalId is the instance's (stable across restarts on the same state directory,
+ * so a restarted instance fences its crashed predecessor).
+ *
+ * The processing side calls it in one rhythm: produce() between commits, then
+ * sendOffsets() → commit(); nothing is produced while a commit is in flight.
+ */
+export interface StreamProducerPort {
+  readonly transactionalId: string;
+  /**
+   * InitProducerId: fences an older producer with this transactionalId and settles its open
+   * transaction. Called before the first task opens and again after any failed commit or
+   * abort (re-creating the client when the failure was fatal, e.g. fenced).
+   */
+  init(): Promise<void>;
+  /** Queues records into the transaction (beginning one if needed). Synchronous; a failed record fails commit(). */
+  produce(records: readonly OutputRecord[]): void;
+  /** Adds the input offsets to the transaction with the consumer's group metadata (KIP-447). */
+  sendOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void>;
+  /**
+   * Commits the transaction (flushing what is queued first). A failure leaves the outcome
+   * unknown: the caller rolls back and calls init() again. No per-record offsets come back
+   * (one JavaScript callback per record is what slows a client down most): the stores learn
+   * their changelog ends from ChangelogEnds instead.
+   */
+  commit(): Promise<void>;
+  /** Aborts the open transaction, if any (failures are for init() to settle). */
   abort(): Promise<void>;
   close(): Promise<void>;
 }
@@ -161,5 +221,13 @@ export interface KafkaPorts {
   readonly producers: ProducerFactoryPort;
   readonly admin: AdminPort;
   readonly changelogReader: ChangelogReaderPort;
+  /**
+   * Present when the adapter offers exactly-once v2 (one producer for the instance, KIP-447
+   * fencing): the runtime then commits all tasks in one transaction and `producers` serves
+   * at-least-once only. Absent: one transactional producer per task (kafkajs, no KIP-447).
+   */
+  readonly streamProducer?: StreamProducerPort;
+  /** Which client the ports run on, for logs and metrics (`kafkajs`, `librdkafka`, `fake`). */
+  readonly client?: string;
   close(): Promise<void>;
 }

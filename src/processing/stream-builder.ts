@@ -111,8 +111,18 @@ export class KGroupedStream<K, V> {
     private readonly valueSerde: Serde<V>,
   ) {}
 
-  count(options: { store: string; value: Serde<number> }): KTable<K, number> {
-    return this.aggregate<number>(() => 0, (_key, _value, count) => count + 1, options);
+  /**
+   * Counts records per key. `value: serdes.int64` counts in bigints and writes what Kafka
+   * Streams' count() writes (a long, LongSerializer); a number serde counts in numbers.
+   */
+  count(options: { store: string; value: Serde<bigint> }): KTable<K, bigint>;
+  count(options: { store: string; value: Serde<number> }): KTable<K, number>;
+  count(options: { store: string; value: Serde<bigint> | Serde<number> }): KTable<K, bigint> | KTable<K, number> {
+    // Types are gone at run time: a serde that encodes 0n is a serde of bigints.
+    if (encodes(options.value as Serde<bigint>, 0n)) {
+      return this.aggregate<bigint>(() => 0n, (_key, _value, count) => count + 1n, options as { store: string; value: Serde<bigint> });
+    }
+    return this.aggregate<number>(() => 0, (_key, _value, count) => count + 1, options as { store: string; value: Serde<number> });
   }
 
   reduce(reducer: (aggregate: V, value: V) => V, options: { store: string }): KTable<K, V> {
@@ -156,5 +166,14 @@ export class KTable<K, V> {
     b.addProcessor<K, V | null>(name, (record, context) => context.forward(record), []);
     b.connectStoreChanges(this.storeName, name);
     return new KStream<K, V | null>(this.streams, name, this.keySerde, this.valueSerde as Serde<V | null>);
+  }
+}
+
+function encodes<T>(serde: Serde<T>, value: T): boolean {
+  try {
+    serde.serialize(value);
+    return true;
+  } catch {
+    return false;
   }
 }

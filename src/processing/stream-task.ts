@@ -16,7 +16,7 @@
  * (contexts, typed stores, the current record), TransactionOutput holds the transaction's
  * records, and changelog-record.ts / dead-letter-record.ts are the formats it writes.
  */
-import type { FlushedChange, TaskStores } from '../store/types.js';
+import type { CapturedCommit, FlushedChange, TaskStores } from '../store/types.js';
 import { IqgateError } from '../errors.js';
 import { toChangelogRecord } from './changelog-record.js';
 import { deadLetterRecord } from './dead-letter-record.js';
@@ -59,7 +59,26 @@ export interface StreamTaskConfig {
    * transaction), so a commit only sends the remainder and the produce requests stay small.
    */
   readonly eagerSendRecords?: number;
+  /**
+   * Exactly-once v2: the task's work goes into the instance's one transaction through cut();
+   * nothing is sent ahead (a processor error then rolls back in memory, never in Kafka).
+   */
+  readonly instanceTransaction?: boolean;
   readonly logger: TaskLogger;
+}
+
+/**
+ * What one task puts into the instance's transaction (exactly-once v2): everything it did up to
+ * the cut. Processing goes on after the cut into fresh buffers; the cut is settled by
+ * completeCut() once the transaction committed, or abandonCut() when it failed.
+ */
+export interface TaskCut {
+  readonly task: StreamTask;
+  /** Input records processed in the cut. */
+  readonly records: number;
+  readonly output: readonly OutputRecord[];
+  readonly offsets: readonly TopicPartitionOffset[];
+  readonly store: CapturedCommit;
 }
 
 /** A record that the `fail` policy turns into a runtime failure. */
@@ -93,6 +112,8 @@ export class StreamTask {
   /** Records skipped after a processor error in this transaction, with their dead letter to re-send on replay. */
   private readonly skipOffsets = new Map<string, OutputRecord | null>();
   private readonly output: TransactionOutput;
+  /** changelog topic → store name, for this task's stores. */
+  private readonly changelogStores = new Map<string, string>();
   /** Runs the topology's nodes for this task, with the processor contexts and typed stores. */
   private readonly nodes: TaskNodeRunner;
   private dirty = false;
@@ -106,6 +127,7 @@ export class StreamTask {
     this.sourcePartitions = [...config.sourcesByTopic.keys()].map((topic) => ({ topic, partition: config.partition }));
     const storeOfChangelog = new Map<string, string>();
     for (const [store, topic] of config.changelogTopics) storeOfChangelog.set(topic, store);
+    for (const [store, topic] of config.changelogTopics) this.changelogStores.set(topic, store);
     this.output = new TransactionOutput(storeOfChangelog, config.partition);
     this.nodes = new TaskNodeRunner({
       taskId: config.id,
@@ -186,7 +208,7 @@ export class StreamTask {
       processed += 1;
       if ((processed & 15) === 0 && clock() >= deadline) break;
     }
-    if (this.output.buffered() >= (this.config.eagerSendRecords ?? 1000) && this.rollback === null && this.producer !== null) {
+    if (this.config.instanceTransaction !== true && this.output.buffered() >= (this.config.eagerSendRecords ?? 1000) && this.rollback === null && this.producer !== null) {
       this.output.sendAhead(this.producer);
     }
     this.inbox.compact();
@@ -351,6 +373,58 @@ export class StreamTask {
     } finally {
       this.committing = false;
     }
+  }
+
+  /**
+   * Exactly-once v2: takes everything processed since the last cut into the instance's
+   * transaction — flushes the caches (changelog records join the output), captures the store
+   * writes and the input position — and starts afresh; null when there is nothing to commit.
+   * Synchronous, so the cut is one instant of the task's processing.
+   */
+  cut(): TaskCut | null {
+    const stores = this.stores;
+    if (!this.dirty || stores === null || this.state !== 'RUNNING') return null;
+    this.flushAll();
+    const cut: TaskCut = {
+      task: this,
+      records: this.txnRecords.length,
+      output: this.output.take(),
+      offsets: [...this.nextOffsets].map(([topic, offset]) => ({ topic, partition: this.partition, offset })),
+      store: stores.capture(),
+    };
+    this.txnRecords = [];
+    this.skipOffsets.clear();
+    this.dirty = false;
+    return cut;
+  }
+
+  /**
+   * The instance's transaction committed: the cut's store writes go to the committed store,
+   * with each changelog's new end (KIP-1035: where restore starts next time). The end is
+   * counted, not reported per record (one JavaScript callback per record is the largest cost of
+   * a Node Kafka client): only this task writes its changelog partition, so a committed
+   * transaction that wrote n records to it moved its end by n plus one commit marker. Starting
+   * from the end that restore read, the count is exact; a zombie's aborted writes in between
+   * only make the true end larger, so the stored offset is then a lower bound, and restore
+   * from a lower bound re-applies, in order, records the store already holds — same state.
+   */
+  async completeCut(cut: TaskCut, now: number): Promise<void> {
+    const stores = this.stores;
+    if (stores === null) {
+      cut.store.abandon();
+      return;
+    }
+    const written = new Map<string, number>();
+    for (const record of cut.output) {
+      if (record.partition === this.partition && this.changelogStores.has(record.topic)) written.set(record.topic, (written.get(record.topic) ?? 0) + 1);
+    }
+    const offsets: Record<string, number> = { ...stores.changelogOffsets() };
+    for (const [topic, count] of written) {
+      const store = this.changelogStores.get(topic)!;
+      offsets[store] = (offsets[store] ?? 0) + count + 1;
+    }
+    await cut.store.write(offsets);
+    this.lastCommitAt = now;
   }
 
   /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */

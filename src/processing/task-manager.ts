@@ -19,7 +19,8 @@
 import type { StoreEngine } from '../store/types.js';
 import { IqgateError } from '../errors.js';
 import { ControlQueue } from './control-queue.js';
-import type { ConsumerHandlers, InputRecord, KafkaPorts, TopicPartition } from './ports.js';
+import { InstanceCommitter, type InstanceCommitOutcome } from './instance-committer.js';
+import type { ConsumerHandlers, InputRecord, KafkaPorts, TaskProducer, TopicPartition } from './ports.js';
 import type { ProcessingOptions } from './processing-options.js';
 import { RestoreCancelled, type RestoreProgress } from './restore-task-stores.js';
 import { FatalTaskError, StreamTask, type CommitOutcome, type CommitStep, type TaskLogger } from './stream-task.js';
@@ -36,6 +37,8 @@ export interface TaskManagerLogger extends TaskLogger {
 
 export interface TaskManagerEvents {
   onCommit?(taskId: string, durationMs: number, records: number, phasesMs?: CommitOutcome['phasesMs']): void;
+  /** Exactly-once v2: one commit of the instance's transaction (instead of onCommit per task). */
+  onInstanceCommit?(outcome: InstanceCommitOutcome): void;
   onRestoreProgress?(progress: RestoreProgress): void;
   onCommitStep?(step: CommitStep, taskId: string): void;
   /** The processing loop's synchronous slices, for the pause figures. */
@@ -64,6 +67,8 @@ export class TaskManager implements ConsumerHandlers {
   readonly tasks = new Map<string, StreamTask>();
   private readonly taskOfPartition = new Map<string, StreamTask>();
   private readonly backpressured = new Set<StreamTask>();
+  /** Records buffered across tasks, as counted by readyForMore() (cooperative consumers). */
+  private bufferedTotal = 0;
   readonly control: ControlQueue;
   private loopScheduled = false;
   private commitTimer: NodeJS.Timeout | null = null;
@@ -83,6 +88,12 @@ export class TaskManager implements ConsumerHandlers {
    * until commits have freed memory; the engine signals again on the next crossing.
    */
   private overBudgetAt: number | null = null;
+  /**
+   * Exactly-once v2 (the ports offer one producer for the instance, with KIP-447 fencing): all
+   * tasks commit in one transaction that processing does not wait for. Null: per-task
+   * transactions (kafkajs), or at-least-once.
+   */
+  private readonly committer: InstanceCommitter | null;
 
   constructor(private readonly deps: TaskManagerDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -94,9 +105,26 @@ export class TaskManager implements ConsumerHandlers {
     this.control = new ControlQueue(options.maxConcurrentControlOps, (op, error) => {
       this.deps.logger.error({ op: op.key, err: error }, 'control operation failed');
     }, this.clock, (waitMs) => deps.events.onControlWait?.(waitMs));
+    const streamProducer = options.processingGuarantee === 'exactly_once' ? deps.ports.streamProducer : undefined;
+    this.committer = streamProducer === undefined ? null : new InstanceCommitter({
+      producer: streamProducer,
+      tasks: () => this.tasks.values(),
+      clock: this.clock,
+      logger: deps.logger,
+      onCommit: (outcome) => {
+        for (const task of this.tasks.values()) this.recovery.resetAttempts(task.id);
+        this.deps.events.onInstanceCommit?.(outcome);
+      },
+      ...(deps.events.onCommitStep ? { onCommitStep: deps.events.onCommitStep } : {}),
+      onFailed: async (tasks, error) => {
+        await Promise.all(tasks.map((task) => this.recovery.recover(task, error)));
+        this.scheduleLoop();
+      },
+    });
     this.opener = new TaskOpener({
       options, ports: deps.ports, engine: deps.engine, logger: deps.logger, clock: this.clock,
       onRestoreProgress: (p) => this.deps.events.onRestoreProgress?.(p),
+      ...(this.committer === null || streamProducer === undefined ? {} : { createProducer: () => instanceProducerOf(this.committer!, streamProducer.transactionalId) }),
     });
     this.recovery = new TaskRecovery({
       options, ports: deps.ports, logger: deps.logger,
@@ -134,7 +162,10 @@ export class TaskManager implements ConsumerHandlers {
     const task = this.taskOfPartition.get(key(tp));
     if (task === undefined || task.revoked || task.state !== 'RUNNING' || this.stopping) return false;
     task.enqueue(records);
-    if (task.buffered() >= this.deps.options.maxBufferedRecordsPerTask && !this.backpressured.has(task)) {
+    if (this.deps.ports.consumer.cooperative === true) {
+      // Back-pressure through readyForMore(): pausing would make librdkafka drop what it prefetched.
+      this.bufferedTotal += records.length;
+    } else if (task.buffered() >= this.deps.options.maxBufferedRecordsPerTask && !this.backpressured.has(task)) {
       this.backpressured.add(task);
       this.deps.ports.consumer.pause(task.sourcePartitions);
     }
@@ -142,8 +173,73 @@ export class TaskManager implements ConsumerHandlers {
     return true;
   }
 
+  /**
+   * Records buffered across tasks stay under maxBufferedRecordsPerTask per running task. An
+   * estimate kept without walking every task per fetch: counted up on arrival, recounted
+   * exactly once it says "full".
+   */
+  readyForMore(): boolean {
+    const limit = this.deps.options.maxBufferedRecordsPerTask * Math.max(1, this.tasks.size);
+    if (this.bufferedTotal < limit) return true;
+    let total = 0;
+    for (const task of this.tasks.values()) total += task.buffered();
+    this.bufferedTotal = total;
+    return total < limit;
+  }
+
   onRebalancing(): void {
     for (const task of this.tasks.values()) if (task.hasUncommitted()) this.requestCommit(task);
+  }
+
+  /**
+   * Cooperative rebalancing: these partitions go, the others stay and keep processing. Their
+   * tasks stop taking records now, commit what they processed and close; the consumer gives the
+   * partitions up once this resolves.
+   *
+   * `lost`: the member was already out of the group (its session expired: a broker outage, a
+   * frozen process). Nothing can be committed; what the tasks processed since their last commit
+   * is dropped and they wait SUSPENDED, stores open — their committed state stays readable, as
+   * through a broker outage on kafkajs — until the next assignment re-opens them or closes them.
+   */
+  async onRevoked(partitions: readonly TopicPartition[], lost: boolean): Promise<void> {
+    const revoked: StreamTask[] = [];
+    for (const tp of partitions) {
+      const task = this.taskOfPartition.get(key(tp));
+      if (task === undefined || revoked.includes(task)) continue;
+      revoked.push(task);
+    }
+    if (lost && revoked.length > 0) {
+      // The group moved on without us (our session expired: frozen, partitioned away): another
+      // member may own these partitions already. What we processed since the last commit is
+      // dropped, never committed — the zombie case KIP-447's generation check also guards.
+      this.deps.logger.warn({ tasks: revoked.map((t) => t.id), fenced: true }, 'partitions lost: this member was out of its group; their uncommitted work is dropped');
+    }
+    if (lost) {
+      for (const task of revoked) {
+        task.revoked = true; // takes no records and is not re-opened until assigned again
+        this.backpressured.delete(task);
+        if (task.state === 'RUNNING' || task.state === 'RESTORING') {
+          task.dropUncommitted();
+          task.transitionTo('SUSPENDED');
+        }
+      }
+      return;
+    }
+    for (const task of revoked) {
+      task.revoked = true;
+      this.tasks.delete(task.id);
+      for (const tp of task.sourcePartitions) this.taskOfPartition.delete(key(tp));
+      this.backpressured.delete(task);
+    }
+    await Promise.all(revoked.map((task) => new Promise<void>((resolve) => {
+      this.control.enqueue({ key: `close:${task.id}`, group: task.id, run: async () => {
+        try {
+          await this.closeTask(task, !lost);
+        } finally {
+          resolve();
+        }
+      } });
+    })));
   }
 
   onCrash(error: unknown): void {
@@ -168,10 +264,19 @@ export class TaskManager implements ConsumerHandlers {
     const consumer = this.deps.ports.consumer;
     for (const [id, { plan, partition }] of wanted) {
       const existing = this.tasks.get(id);
+      if (existing !== undefined && existing.revoked) {
+        // Lost with its member's session (onRevoked), assigned again: re-open from what is committed.
+        existing.revoked = false;
+        consumer.pause(existing.sourcePartitions);
+        this.recovery.resetAttempts(existing.id);
+        this.requestOpen(existing);
+        continue;
+      }
       if (existing !== undefined) {
         if (existing.state === 'RUNNING') {
-          // Retained: continue from our own position, not the broker-committed one.
-          for (const tp of existing.sourcePartitions) {
+          // Retained: continue from our own position, not the broker-committed one (a
+          // cooperative consumer keeps its positions: nothing to do).
+          if (!consumer.cooperative) for (const tp of existing.sourcePartitions) {
             const offset = existing.nextOffsets.get(tp.topic);
             if (offset !== undefined) consumer.seek({ ...tp, offset });
           }
@@ -211,6 +316,7 @@ export class TaskManager implements ConsumerHandlers {
       processingErrors: options.processingErrors,
       deadLetterTopic: options.deadLetterTopic,
       eagerSendRecords: options.sendAheadRecords,
+      instanceTransaction: this.committer !== null,
       commitInputOffsets: (offsets) => this.deps.ports.consumer.commitOffsets(offsets),
       ...(this.deps.events.onCommitStep ? { onCommitStep: this.deps.events.onCommitStep } : {}),
       logger: this.deps.logger,
@@ -269,12 +375,35 @@ export class TaskManager implements ConsumerHandlers {
     if (this.stopping || this.failed) return;
     const now = this.clock();
     const interval = this.deps.options.commitIntervalMs;
+    if (this.committer !== null) {
+      if (!this.committer.committing && now - this.committer.lastCycleAt >= interval && this.anyUncommitted()) this.requestInstanceCommit();
+      return;
+    }
     for (const task of this.tasks.values()) {
       if (task.state === 'RUNNING' && !task.committing && task.hasUncommitted() && now - task.lastCommitAt >= interval) this.requestCommit(task);
     }
   }
 
+  private anyUncommitted(): boolean {
+    for (const task of this.tasks.values()) if (task.state === 'RUNNING' && task.hasUncommitted()) return true;
+    return false;
+  }
+
+  /** Exactly-once v2: one cycle of the instance's transaction (coalesced with one in flight); processing goes on meanwhile. */
+  private requestInstanceCommit(extra: readonly StreamTask[] = []): Promise<void> {
+    const committer = this.committer;
+    if (committer === null) return Promise.resolve();
+    return committer.request(extra).finally(() => {
+      if (this.overBudgetAt !== null && this.deps.engine.uncommittedBytes() < this.overBudgetAt) this.overBudgetAt = null;
+      this.scheduleLoop();
+    });
+  }
+
   requestCommit(task: StreamTask): void {
+    if (this.committer !== null) {
+      void this.requestInstanceCommit();
+      return;
+    }
     this.control.enqueue({ key: `commit:${task.id}`, group: task.id, run: () => this.commitTask(task) });
   }
 
@@ -334,6 +463,13 @@ export class TaskManager implements ConsumerHandlers {
   /** Closes a task (TaskOpener.close); after a failure, without a last commit. */
   private async closeTask(task: StreamTask, commit: boolean): Promise<void> {
     if (task.state === 'CLOSED') return;
+    if (this.committer !== null) {
+      // Its last work goes out in the instance's transaction, with whatever the others did.
+      if (commit && !this.failed && task.state === 'RUNNING' && task.hasUncommitted()) await this.requestInstanceCommit([task]);
+      await this.opener.close(task, false);
+      this.openedIn.delete(task);
+      return;
+    }
     await this.opener.close(task, commit && !this.failed);
     this.openedIn.delete(task);
   }
@@ -352,6 +488,16 @@ export class TaskManager implements ConsumerHandlers {
     this.unsubscribeCommitNeeded?.();
   }
 
+  /** Commits every task with uncommitted work now, and resolves once that is done (whatever its outcome). */
+  async commitNow(): Promise<void> {
+    if (this.committer !== null) {
+      await this.requestInstanceCommit();
+    } else {
+      for (const task of this.tasks.values()) this.requestCommit(task);
+    }
+    await this.control.idle();
+  }
+
   /**
    * Graceful: commit what is processed while still in the group, then the caller stops the
    * consumer, then closeAll(). After a failure nothing is committed: tasks are aborted.
@@ -359,7 +505,10 @@ export class TaskManager implements ConsumerHandlers {
   async commitAll(): Promise<void> {
     this.stopScheduling();
     await this.control.idle();
-    if (!this.failed) {
+    if (!this.failed && this.committer !== null) {
+      await this.committer.request();
+      await this.control.idle();
+    } else if (!this.failed) {
       for (const task of this.tasks.values()) {
         if (task.hasUncommitted()) this.control.enqueue({ key: `commit:${task.id}`, group: task.id, run: () => this.commitTask(task) });
       }
@@ -392,6 +541,25 @@ export class TaskManager implements ConsumerHandlers {
   localTasks(): StreamTask[] {
     return [...this.tasks.values()];
   }
+}
+
+/**
+ * A task's view of the instance's producer (exactly-once v2): opening a task awaits the
+ * producer's initialisation (InitProducerId fences the instance's previous incarnation before
+ * any committed offset is read); everything else goes through the InstanceCommitter, so the
+ * per-task calls are never made, and dropping a task's view leaves the shared producer alone.
+ */
+function instanceProducerOf(committer: InstanceCommitter, transactionalId: string): TaskProducer {
+  const unused = (): Promise<never> => Promise.reject(new TypeError('exactly-once v2: tasks commit through the InstanceCommitter'));
+  return {
+    transactionalId,
+    init: () => committer.ready(),
+    send: unused,
+    sendOffsets: unused,
+    commit: unused,
+    abort: async () => {},
+    close: async () => {},
+  };
 }
 
 function key(tp: TopicPartition): string {

@@ -22,6 +22,8 @@ export interface TaskOpenerDeps {
   readonly logger: TaskLogger;
   readonly clock: () => number;
   readonly onRestoreProgress: (progress: RestoreProgress) => void;
+  /** The task's producer; default: one transactional producer per task (exactly-once v1) or the shared idempotent one. */
+  readonly createProducer?: (plan: SubTopologyPlan, task: StreamTask) => TaskProducer;
 }
 
 export class TaskOpener {
@@ -47,7 +49,8 @@ export class TaskOpener {
     let producer: TaskProducer | null = null;
     try {
       const exactlyOnce = options.processingGuarantee === 'exactly_once';
-      producer = ports.producers.create(exactlyOnce ? transactionalIdFor(options.applicationId, plan.transactionalTopic, task.partition) : null);
+      producer = this.deps.createProducer?.(plan, task)
+        ?? ports.producers.create(exactlyOnce ? transactionalIdFor(options.applicationId, plan.transactionalTopic, task.partition) : null);
       // Fences any older owner and completes its transaction before anything is read (KAFKAJS-NOTES §4).
       await producer.init();
       const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));

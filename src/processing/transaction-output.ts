@@ -34,6 +34,16 @@ export class TransactionOutput {
     return this.pending.length;
   }
 
+  /**
+   * Exactly-once v2: hands over what is buffered, for the instance's transaction to produce
+   * (nothing is sent ahead there: the one transaction belongs to every task).
+   */
+  take(): OutputRecord[] {
+    const output = this.pending;
+    this.pending = [];
+    return output;
+  }
+
   /** Starts sending what is buffered, after any earlier send. Failures surface in drain(). */
   sendAhead(producer: TaskProducer): void {
     if (this.pending.length === 0) return;

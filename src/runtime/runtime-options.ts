@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { IqgateError } from '../errors.js';
+import { KAFKA_CLIENTS, type KafkaClientChoice } from '../kafka/select-kafka-client.js';
 import { parseProcessingOptions, processingOptionsSchema, type ProcessingOptions } from '../processing/processing-options.js';
 
 /** An absolute http(s) URL (the GraphQL endpoint, path included). */
@@ -18,6 +19,14 @@ function isHttpUrl(value: string): boolean {
   } catch {
     return false; // zod's url() and WHATWG URL disagree on a few inputs
   }
+}
+
+/** IQGATE_KAFKA_CLIENT, checked here so that a typo fails start-up instead of meaning auto. */
+function kafkaClientFromEnv(env: NodeJS.ProcessEnv = process.env): KafkaClientChoice {
+  const value = env.IQGATE_KAFKA_CLIENT;
+  if (value === undefined || value === '') return 'auto';
+  if ((KAFKA_CLIENTS as readonly string[]).includes(value)) return value as KafkaClientChoice;
+  throw new IqgateError('INVALID_CONFIG', `IQGATE_KAFKA_CLIENT must be one of ${KAFKA_CLIENTS.join(', ')}, not ${JSON.stringify(value)}`);
 }
 
 export const runtimeOptionsSchema = processingOptionsSchema.extend({
@@ -45,7 +54,12 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
   /** Fetch size caps (kafkajs decodes a response in one synchronous go: smaller keeps the loop responsive). */
   fetchMaxBytesPerPartition: z.number().int().positive().default(262_144),
   fetchMaxBytes: z.number().int().positive().default(2_097_152),
-  transactionTimeoutMs: z.number().int().positive().default(60_000),
+  /**
+   * transaction.timeout.ms: a transaction open longer is aborted by the broker (so a frozen
+   * instance cannot hold the offsets of its partitions' new owner for long). Default: 10 s on
+   * librdkafka, as Kafka Streams under exactly-once; 60 s on kafkajs (its per-task commits queue).
+   */
+  transactionTimeoutMs: z.number().int().positive().optional(),
   /**
    * How long stop() waits for the graceful part (last commits, leaving the group, closing tasks)
    * before it closes every client and store regardless — e.g. when the broker is gone and kafkajs
@@ -53,6 +67,14 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
    * shutdown hooks' timeout (30 s), which exits the process.
    */
   stopTimeoutMs: z.number().int().positive().default(20_000),
+  /**
+   * The Kafka client under the ports: `librdkafka` (@confluentinc/kafka-javascript, native;
+   * exactly-once v2 with one transaction per instance, cooperative rebalancing, static
+   * membership), `kafkajs` (pure JavaScript; a transaction per task), or `auto`: librdkafka
+   * when its native module loads and the application needs nothing only kafkajs has (routing,
+   * co-partitioned sub-topologies), else kafkajs. Default: env IQGATE_KAFKA_CLIENT, else auto.
+   */
+  kafkaClient: z.enum(KAFKA_CLIENTS).default(() => kafkaClientFromEnv()),
   kafkaLogLevel: z.enum(['nothing', 'error', 'warn', 'info', 'debug']).default('error'),
   logLevel: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
 }).refine((o) => o.heartbeatIntervalMs < o.sessionTimeoutMs, { message: 'heartbeatIntervalMs must be below sessionTimeoutMs', path: ['heartbeatIntervalMs'] });

@@ -17,7 +17,6 @@
  */
 import { pino, type Logger } from 'pino';
 import { IqgateError } from '../errors.js';
-import { createKafkaPorts } from '../kafka/kafka-ports.js';
 import type { KafkaPorts } from '../processing/ports.js';
 import type { StreamTask } from '../processing/stream-task.js';
 import { TaskManager } from '../processing/task-manager.js';
@@ -26,7 +25,7 @@ import type { Topology } from '../processing/topology.js';
 import { createInMemoryStoreEngine, openLevelStoreEngine } from '../store/index.js';
 import type { Serde, StoreEngine } from '../store/types.js';
 import { crashHookFromEnv } from './crash-points.js';
-import { groupMemberOptions } from './group-member-file.js';
+import { createRuntimePorts } from './kafka-wiring.js';
 import { prepareTopics, sourceTopicGroups } from './prepare-topics.js';
 import { ProcessingMetrics, type ProcessingMetricsSnapshot } from './processing-metrics.js';
 import { advertisedUrlSchema, parseRuntimeOptions, type RuntimeOptions, type RuntimeOptionsInput } from './runtime-options.js';
@@ -124,27 +123,7 @@ export class Runtime {
     this.transition('STARTING');
     const o = this.options;
     const groups = sourceTopicGroups(this.topology, o.applicationId);
-    const ports = this.config.ports ?? createKafkaPorts({
-      brokers: o.brokers,
-      clientId: o.clientId,
-      logLevel: o.kafkaLogLevel,
-      log: this.logger.child({ component: 'kafkajs' }),
-      transactionTimeoutMs: o.transactionTimeoutMs,
-      consumer: {
-        groupId: o.applicationId,
-        topics: groups.flat(),
-        taskGroups: groups,
-        sessionTimeoutMs: o.sessionTimeoutMs,
-        heartbeatIntervalMs: o.heartbeatIntervalMs,
-        rebalanceTimeoutMs: o.rebalanceTimeoutMs,
-        maxWaitTimeMs: o.maxWaitTimeMs,
-        maxBytesPerPartition: o.fetchMaxBytesPerPartition,
-        maxBytes: o.fetchMaxBytes,
-        ...(this.advertised === undefined ? {} : { advertisedUrl: this.advertised }),
-        onOwnersError: (error) => this.logger.warn({ err: error }, 'learning the partition owners (describeGroup) failed; routing waits for the next rebalance'),
-        ...(o.stateDir === undefined ? {} : groupMemberOptions(o.stateDir, o.applicationId, this.logger)),
-      },
-    });
+    const ports = this.config.ports ?? createRuntimePorts({ options: o, topology: this.topology, advertisedUrl: this.advertised, logger: this.logger });
     this.ports = ports;
     try {
       await this.startupRetry.run('prepare topics', () => prepareTopics({
@@ -162,6 +141,14 @@ export class Runtime {
         engine: this.engine,
         logger: this.logger.child({ component: 'tasks' }),
         events: {
+          onInstanceCommit: (outcome) => {
+            this.metrics.commitLatency.add(outcome.durationMs);
+            this.metrics.recordsCommitted += outcome.records;
+            this.metrics.commitSend.add(outcome.phasesMs.send);
+            this.metrics.commitOffsets.add(outcome.phasesMs.offsets);
+            this.metrics.commitKafka.add(outcome.phasesMs.kafkaCommit);
+            this.metrics.commitStore.add(outcome.phasesMs.storeCommit);
+          },
           onCommit: (_taskId, durationMs, records, phases) => {
             this.metrics.commitLatency.add(durationMs);
             this.metrics.recordsCommitted += records;
@@ -194,6 +181,12 @@ export class Runtime {
           manager.onAssignment(assignment);
         },
         onRebalancing: () => manager.onRebalancing(),
+        onRevoked: (partitions, lost) => manager.onRevoked(partitions, lost),
+        readyForMore: () => manager.readyForMore(),
+        onReconnected: () => {
+          if (this.kafkaError !== null) this.logger.info({ code: this.kafkaError.code }, 'the Kafka connection is back');
+          this.kafkaError = null;
+        },
         onCrash: (error) => manager.onCrash(error),
         onReconnecting: (error) => {
           // Once per outage (and code): kafkajs retries every second or two, and logs each retry itself.

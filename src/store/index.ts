@@ -11,6 +11,9 @@ export {
   int32Serde,
   int64Serde,
   float64Serde,
+  sortableInt32Serde,
+  sortableInt64Serde,
+  sortableFloat64Serde,
   bytesSerde,
 } from './serdes.js';
 export { createInMemoryStoreEngine, type InMemoryStoreEngineOptions } from './in-memory-engine.js';

@@ -1,10 +1,12 @@
 /**
- * Serdes for keys and values. Stores order keys by their serialized bytes (memcmp, shorter
- * first), so the numeric serdes are order-preserving: byte order equals numeric order,
- * negatives included. Kafka's built-in IntegerSerde/LongSerde write plain two's complement,
- * which sorts -1 after every positive number (a known range-query trap); these flip the sign
- * bit instead (encoders from LEVEL-NOTES §6). They are therefore NOT wire-compatible with
- * Kafka's integer serdes.
+ * Serdes for keys and values.
+ *
+ * The numeric serdes `int32`, `int64` and `float64` write exactly what Kafka's
+ * IntegerSerializer, LongSerializer and DoubleSerializer write, so Java, kcat and every other
+ * Kafka client read iqgate's topics. Stores order keys by their serialized bytes (memcmp,
+ * shorter first), and plain two's complement sorts -1 after every positive number: keys that
+ * are read by numeric range use `sortableInt32`, `sortableInt64` or `sortableFloat64`, whose
+ * byte order is numeric order (and which no other Kafka client decodes).
  *
  * `deserialize` throws IqgateError DECODE_FAILED on bytes it cannot decode and
  * `serialize` throws ENCODE_FAILED on values it cannot encode; neither touches any store.
@@ -77,40 +79,98 @@ export const jsonSerde: Serde<unknown> = {
   },
 };
 
-/** 4 bytes, big-endian two's complement with the sign bit flipped: byte order = numeric order. */
+// Kafka-compatible numeric serdes: the bytes Kafka's own serializers write, so any Kafka
+// client reads iqgate's topics (and iqgate reads theirs). Their byte order is NOT numeric order
+// (-1 = ff ff ff ff sorts after every positive number): keys that need numeric ranges use the
+// sortable serdes below.
+
+/** Kafka's IntegerSerializer/IntegerDeserializer: 4 bytes, big-endian two's complement. */
 export const int32Serde: Serde<number> = {
   name: 'int32',
   serialize(value) {
-    if (!Number.isInteger(value) || value < -0x80000000 || value > 0x7fffffff) {
-      throw encodeFailed('int32', `${String(value)} is not a 32-bit integer`);
-    }
+    if (!isInt32(value)) throw encodeFailed('int32', `${describe(value)} is not a 32-bit integer`);
     const bytes = Buffer.allocUnsafe(4);
-    bytes.writeUInt32BE((value ^ 0x80000000) >>> 0, 0);
+    bytes.writeInt32BE(value, 0);
     return bytes;
   },
   deserialize(bytes) {
     checkLength('int32', bytes, 4);
-    return (bytes.readUInt32BE(0) ^ 0x80000000) | 0;
+    return bytes.readInt32BE(0);
   },
 };
 
 const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;
 
-/** 8 bytes, big-endian two's complement with the sign bit flipped; values are bigints. */
+/**
+ * Kafka's LongSerializer/LongDeserializer: 8 bytes, big-endian two's complement. Values are
+ * bigints, not numbers: a Java long goes up to 2^63 - 1 and a JS number holds integers exactly
+ * only up to 2^53 - 1, so a number would silently round (or refuse to decode) longs that any
+ * other Kafka client may write — bigint is the JS type of every long. Numbers are refused
+ * (ENCODE_FAILED) rather than converted, so that a value round-trips to what was written.
+ */
 export const int64Serde: Serde<bigint> = {
   name: 'int64',
   serialize(value) {
-    if (typeof value !== 'bigint' || value < INT64_MIN || value > INT64_MAX) {
-      throw encodeFailed('int64', `${String(value)} is not a 64-bit bigint`);
-    }
+    checkInt64('int64', value);
+    const bytes = Buffer.allocUnsafe(8);
+    bytes.writeBigInt64BE(value, 0);
+    return bytes;
+  },
+  deserialize(bytes) {
+    checkLength('int64', bytes, 8);
+    return bytes.readBigInt64BE(0);
+  },
+};
+
+/**
+ * Kafka's DoubleSerializer/DoubleDeserializer: 8 bytes of IEEE 754, big-endian. -0 stays -0;
+ * every NaN is written as 7f f8 00 00 00 00 00 00, as Java's Double.doubleToLongBits does.
+ */
+export const float64Serde: Serde<number> = {
+  name: 'float64',
+  serialize(value) {
+    if (typeof value !== 'number') throw encodeFailed('float64', `expected a number, got ${typeof value}`);
+    return writeDouble(value);
+  },
+  deserialize(bytes) {
+    checkLength('float64', bytes, 8);
+    return bytes.readDoubleBE(0);
+  },
+};
+
+// Sortable (order-preserving) numeric serdes, for keys read by numeric range: stores order keys
+// by their bytes, and these flip the sign bit (floats: every bit of a negative) so that byte
+// order is numeric order, negatives included, as HBase's OrderedBytes fixed-width encodings do.
+// Not what Kafka's serializers write: use them for store keys and for topics only iqgate reads.
+
+/** 4 bytes, big-endian two's complement with the sign bit flipped: byte order = numeric order. */
+export const sortableInt32Serde: Serde<number> = {
+  name: 'sortableInt32',
+  serialize(value) {
+    if (!isInt32(value)) throw encodeFailed('sortableInt32', `${describe(value)} is not a 32-bit integer`);
+    const bytes = Buffer.allocUnsafe(4);
+    bytes.writeUInt32BE((value ^ 0x80000000) >>> 0, 0);
+    return bytes;
+  },
+  deserialize(bytes) {
+    checkLength('sortableInt32', bytes, 4);
+    return (bytes.readUInt32BE(0) ^ 0x80000000) | 0;
+  },
+};
+
+/** 8 bytes, big-endian two's complement with the sign bit flipped; values are bigints (see int64). */
+export const sortableInt64Serde: Serde<bigint> = {
+  name: 'sortableInt64',
+  serialize(value) {
+    checkInt64('sortableInt64', value);
     const bytes = Buffer.allocUnsafe(8);
     bytes.writeBigInt64BE(value, 0);
     bytes[0] = bytes[0]! ^ 0x80;
     return bytes;
   },
   deserialize(bytes) {
-    checkLength('int64', bytes, 8);
+    checkLength('sortableInt64', bytes, 8);
     const copy = Buffer.from(bytes);
     copy[0] = copy[0]! ^ 0x80;
     return copy.readBigInt64BE(0);
@@ -122,12 +182,11 @@ export const int64Serde: Serde<bigint> = {
  * sign bit flipped, so byte order = numeric order. -0 is stored as +0 (they are the same key
  * to JS `===`); NaN is stored canonically and sorts above +Infinity.
  */
-export const float64Serde: Serde<number> = {
-  name: 'float64',
+export const sortableFloat64Serde: Serde<number> = {
+  name: 'sortableFloat64',
   serialize(value) {
-    if (typeof value !== 'number') throw encodeFailed('float64', `expected a number, got ${typeof value}`);
-    const bytes = Buffer.allocUnsafe(8);
-    bytes.writeDoubleBE(value === 0 ? 0 : value, 0);
+    if (typeof value !== 'number') throw encodeFailed('sortableFloat64', `expected a number, got ${typeof value}`);
+    const bytes = writeDouble(value === 0 ? 0 : value);
     if (bytes[0]! & 0x80) {
       for (let i = 0; i < 8; i++) bytes[i] = bytes[i]! ^ 0xff;
     } else {
@@ -136,7 +195,7 @@ export const float64Serde: Serde<number> = {
     return bytes;
   },
   deserialize(bytes) {
-    checkLength('float64', bytes, 8);
+    checkLength('sortableFloat64', bytes, 8);
     const copy = Buffer.from(bytes);
     if (copy[0]! & 0x80) {
       copy[0] = copy[0]! ^ 0x80;
@@ -146,6 +205,32 @@ export const float64Serde: Serde<number> = {
     return copy.readDoubleBE(0);
   },
 };
+
+const CANONICAL_NAN = Buffer.from([0x7f, 0xf8, 0, 0, 0, 0, 0, 0]);
+
+/** IEEE 754 big-endian, NaN canonical (V8 may keep a NaN's payload bits; Java's doubleToLongBits does not). */
+function writeDouble(value: number): Buffer {
+  if (Number.isNaN(value)) return Buffer.from(CANONICAL_NAN);
+  const bytes = Buffer.allocUnsafe(8);
+  bytes.writeDoubleBE(value, 0);
+  return bytes;
+}
+
+function isInt32(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= -0x80000000 && value <= 0x7fffffff;
+}
+
+function checkInt64(serde: string, value: unknown): asserts value is bigint {
+  if (typeof value === 'number' && Number.isInteger(value)) {
+    throw encodeFailed(serde, `expected a bigint, got the number ${value} (write ${value}n or BigInt(${value}))`);
+  }
+  if (typeof value !== 'bigint') throw encodeFailed(serde, `${describe(value)} is not a 64-bit bigint`);
+  if (value < INT64_MIN || value > INT64_MAX) throw encodeFailed(serde, `${value} is out of the 64-bit range`);
+}
+
+function describe(value: unknown): string {
+  return typeof value === 'number' || typeof value === 'bigint' ? String(value) : typeof value;
+}
 
 /** Raw bytes, unchanged (the Buffer itself, not a copy). */
 export const bytesSerde: Serde<Buffer> = {
@@ -166,6 +251,9 @@ export const serdes = {
   int32: int32Serde,
   int64: int64Serde,
   float64: float64Serde,
+  sortableInt32: sortableInt32Serde,
+  sortableInt64: sortableInt64Serde,
+  sortableFloat64: sortableFloat64Serde,
   bytes: bytesSerde,
 } as const;
 

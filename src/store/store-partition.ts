@@ -51,6 +51,11 @@ export interface PreparedCommit {
   readonly write: () => CommittedWrite;
   complete(): void;
   fail(): void;
+  /**
+   * Sets the changelog offset the commit stores, when it is learned after the capture (the
+   * Kafka transaction that carries the batch's changelog records commits in between).
+   */
+  setChangelogOffset(offset: number): void;
 }
 
 export class StorePartition implements KeyValueStorePartition {
@@ -59,7 +64,7 @@ export class StorePartition implements KeyValueStorePartition {
   readonly named: NamedCache;
   private batch = new WriteBatch();
   /** Captured batches of commits not yet settled, oldest first, with the Position each stores. */
-  private committing: Array<{ readonly batch: WriteBatch; readonly position: Position; readonly offset: number | undefined }> = [];
+  private committing: Array<{ readonly batch: WriteBatch; readonly position: Position; offset: number | undefined }> = [];
   private committedPos: Position;
   private uncommittedPos: Position;
   private offset: number | undefined;
@@ -243,13 +248,16 @@ export class StorePartition implements KeyValueStorePartition {
     const layer = { batch, position, offset };
     this.committing.push(layer);
     return {
-      write: () => ({ keyspace: this.context.keyspace, entries: batch.entries(), meta: { changelogOffset: offset, position } }),
+      write: () => ({ keyspace: this.context.keyspace, entries: batch.entries(), meta: { changelogOffset: layer.offset, position } }),
+      setChangelogOffset: (next) => {
+        layer.offset = next;
+      },
       complete: () => {
         // Commits settle in order, so this is the oldest layer.
         this.committing.shift();
         this.budget.add(-batch.bytes);
         this.committedPos = position;
-        this.offset = offset;
+        this.offset = layer.offset;
         if (this.listeners.size > 0) {
           const changes: Change[] = [];
           for (const [key, value] of batch.sortedEntries()) changes.push({ key: fromInternalKey(key), value });
@@ -288,6 +296,7 @@ export class StorePartition implements KeyValueStorePartition {
         }
       },
       fail: () => {},
+      setChangelogOffset: () => {},
     };
   }
 

@@ -10,7 +10,7 @@ import { storeClosedError, toStoreError } from './store-errors.js';
 import type { CommittedStore } from './committed-store.js';
 import type { Position } from './position.js';
 import type { PreparedCommit, StorePartition } from './store-partition.js';
-import type { Change, FlushedChange, FlushListener, KeyValueStorePartition, TaskStores } from './types.js';
+import type { CapturedCommit, Change, FlushedChange, FlushListener, KeyValueStorePartition, TaskStores } from './types.js';
 import type { UncommittedBudget } from './uncommitted-budget.js';
 
 type TaskState = 'open' | 'closing' | 'closed';
@@ -88,6 +88,37 @@ export class LayeredTaskStores implements TaskStores {
     // Streams flushes the cache on every commit.
     this.flush();
     return this.enqueue([...this.partitions.values()].map((partition) => partition.prepareCommit(changelogOffsets[partition.storeName])));
+  }
+
+  capture(): CapturedCommit {
+    this.checkOpen();
+    this.flush();
+    const prepared = [...this.partitions.values()].map((partition) => ({ partition, commit: partition.prepareCommit(undefined) }));
+    let settled = false;
+    return {
+      write: (changelogOffsets) => {
+        if (settled) return Promise.reject(new TypeError(`task ${this.taskId}: capture settled twice`));
+        settled = true;
+        for (const { partition, commit } of prepared) {
+          const offset = changelogOffsets[partition.storeName];
+          if (offset !== undefined) {
+            if (!Number.isSafeInteger(offset) || offset < 0) return Promise.reject(new TypeError(`changelog offset of ${partition.storeName} must be a non-negative integer`));
+            commit.setChangelogOffset(offset);
+          }
+        }
+        if (this.state !== 'open') {
+          for (const { commit } of prepared) commit.fail();
+          return Promise.reject(storeClosedError(`task ${this.taskId}`));
+        }
+        return this.enqueue(prepared.map((p) => p.commit));
+      },
+      abandon: () => {
+        if (settled) return;
+        settled = true;
+        for (const { commit } of prepared) commit.fail();
+        this.budget.rearm();
+      },
+    };
   }
 
   restore(storeName: string, changes: readonly Change[], nextChangelogOffset: number, position: Position): Promise<void> {

@@ -12,7 +12,7 @@ export type Bytes = Buffer;
 
 /** Turns typed values into bytes and back. `deserialize` throws IqgateError DECODE_FAILED. */
 export interface Serde<T> {
-  /** Stable name, shown in the GraphQL schema ("string", "json", "int32", "int64", "float64", "bytes"). */
+  /** Stable name, shown in the GraphQL schema; iqgate's own serdes use their key in `serdes` ("string", "int64", "sortableInt64", …). */
   readonly name: string;
   serialize(value: T): Bytes;
   deserialize(bytes: Bytes): T;
@@ -133,6 +133,12 @@ export interface TaskStores {
    * changelog offset to read) and the uncommitted Position, which becomes the committed one.
    */
   commit(changelogOffsets: Readonly<Record<string, number>>): Promise<void>;
+  /**
+   * Captures everything written so far for a commit whose Kafka transaction is still to
+   * complete (exactly-once v2: processing goes on into fresh write batches meanwhile). Flushes
+   * the record cache first. Captures are written, or abandoned, in the order they were taken.
+   */
+  capture(): CapturedCommit;
   /** Drops everything uncommitted: dirty cache entries, the write batch, the uncommitted Position. */
   abort(): void;
   /** The changelog offsets stored by the last completed commit (or restore), loaded at open. */
@@ -149,6 +155,14 @@ export interface TaskStores {
    */
   uncommittedBytes(): number;
   close(): Promise<void>;
+}
+
+/** A write batch captured by TaskStores.capture(), readable as a `committing` layer until settled. */
+export interface CapturedCommit {
+  /** One atomic batch, as commit(): the captured writes, the changelog offsets, the captured Position. */
+  write(changelogOffsets: Readonly<Record<string, number>>): Promise<void>;
+  /** The transaction failed: the captured writes are dropped, never written. */
+  abandon(): void;
 }
 
 export interface StoreEngineOptions {

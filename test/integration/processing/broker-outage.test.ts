@@ -171,7 +171,10 @@ describe('a broker that goes away and comes back', () => {
       await until('the open transaction failed (its task rolled back and re-initialising)', () => rt.localTasks().some((t) => t.state !== 'RUNNING'), 30_000, 50)
         .catch((error: unknown) => { throw new Error(`${String(error)}${context()}`); });
       mark(`tasks after the failed commit: ${rt.localTasks().map((t) => `${t.id}=${t.state}`).join(' ')}`);
-      expect(warnings.some((w) => w.component === 'tasks' && w.err?.code === 'BROKER_UNAVAILABLE'), 'the failed commit is logged with its code').toBe(true);
+      // kafkajs: the open transaction's commit fails (BROKER_UNAVAILABLE). librdkafka may see its
+      // session expire first: the partitions come back "lost" and the tasks are suspended (the
+      // transaction's commit then fails too, or is settled by the next InitProducerId).
+      expect(warnings.some((w) => w.component === 'tasks' && (w.err?.code === 'BROKER_UNAVAILABLE' || w.msg.startsWith('partitions lost'))), 'the failed commit is logged with its code').toBe(true);
       expect(rt.localStores().map((l) => l.partition).sort(), 'stores stay open').toEqual([0, 1, 2]);
       // Through GraphQL: a partition whose task is not RUNNING fails NOT_ACTIVE, unless the client
       // accepts stale reads; then every partition answers with its committed state.
@@ -181,11 +184,11 @@ describe('a broker that goes away and comes back', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ query: '{ instance { state kafkaError { code } } strict: range(store: "word-counts", first: 1000) { partitions { failure { reason } } } stale: range(store: "word-counts", first: 1000, allowStale: true) { edges { node { key value } } partitions { failure { reason } } } }' }),
       });
-      const stale = (await staleRead.json()) as { data: { instance: { state: string; kafkaError: { code: string } | null }; strict: { partitions: Array<{ failure: { reason: string } | null }> }; stale: { edges: Array<{ node: { key: string; value: number } }>; partitions: Array<{ failure: unknown }> } } };
+      const stale = (await staleRead.json()) as { data: { instance: { state: string; kafkaError: { code: string } | null }; strict: { partitions: Array<{ failure: { reason: string } | null }> }; stale: { edges: Array<{ node: { key: string; value: string } }>; partitions: Array<{ failure: unknown }> } } };
       expect(stale.data.strict.partitions.some((p) => p.failure?.reason === 'NOT_ACTIVE'), 'a rolled-back task is not served by default').toBe(true);
       expect(stale.data.stale.partitions.map((p) => p.failure)).toEqual([null, null, null]);
       expect(stale.data.instance, 'a dashboard sees why').toEqual({ state: 'RUNNING', kafkaError: { code: 'BROKER_UNAVAILABLE' } });
-      expect(new Map(stale.data.stale.edges.map((e) => [e.node.key, e.node.value])), 'allowStale serves the committed state').toEqual(duringOutage);
+      expect(new Map(stale.data.stale.edges.map((e) => [e.node.key, Number(e.node.value)])), 'allowStale serves the committed state (int64 counts come as decimal strings)').toEqual(duringOutage);
       await until(`the broker down for ${DOWN_MS} ms`, () => Date.now() - killedAt >= DOWN_MS, DOWN_MS + 5_000, 100);
       mark(`tasks while down: ${rt.localTasks().map((t) => `${t.id}=${t.state}`).join(' ')}`);
       expect(rt.state).toBe('RUNNING');

@@ -18,7 +18,7 @@ export async function countsOnDisk(stateDir: string, input: string, output: stri
         for await (const { key, value } of view.range()) {
           const word = serdes.string.deserialize(key);
           if (counts.has(word)) throw new Error(`word ${word} in two partitions`);
-          counts.set(word, serdes.int32.deserialize(value));
+          counts.set(word, Number(serdes.int64.deserialize(value)));
         }
       } finally {
         await view.close();

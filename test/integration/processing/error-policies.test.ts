@@ -19,7 +19,7 @@ function countsByKeyTopology(input: string) {
       return true;
     })
     .groupByKey()
-    .count({ store: 'word-counts', value: serdes.int32 });
+    .count({ store: 'word-counts', value: serdes.int64 }) // as wordcount's (committedCounts reads int64);
   return b.build();
 }
 

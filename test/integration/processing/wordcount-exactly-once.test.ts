@@ -40,7 +40,7 @@ describe('wordcount under exactly-once against the real broker', () => {
     const [definition] = runtime.storeDefinitions();
     expect(definition).toMatchObject({ storeName: 'word-counts', partitions: 4 });
     expect(definition?.keySerde.name).toBe('string');
-    expect(definition?.valueSerde.name).toBe('int32');
+    expect(definition?.valueSerde.name).toBe('int64');
     const locals = runtime.localStores();
     expect(locals.map((l) => l.partition).sort()).toEqual([0, 1, 2, 3]);
     expect(locals.every((l) => l.taskState === 'RUNNING' && l.storeName === 'word-counts')).toBe(true);

@@ -97,7 +97,7 @@ export async function readOutput(kafka: Kafka, topic: string): Promise<Map<strin
         for (const m of batch.messages) {
           const word = m.key?.toString() ?? '';
           const list = updates.get(word) ?? [];
-          list.push(m.value === null ? -1 : serdes.int32.deserialize(m.value));
+          list.push(m.value === null ? -1 : Number(serdes.int64.deserialize(m.value))); // a Kafka long, as Kafka Streams' count() writes
           updates.set(word, list);
         }
         const end = remaining.get(batch.partition);
@@ -118,7 +118,7 @@ export async function committedCounts(runtimes: readonly Runtime[], storeName = 
       if (local.storeName !== storeName) continue;
       const view = local.store.view({ readCommitted: true });
       try {
-        for await (const { key, value } of view.range()) counts.set(serdes.string.deserialize(key), serdes.int32.deserialize(value));
+        for await (const { key, value } of view.range()) counts.set(serdes.string.deserialize(key), Number(serdes.int64.deserialize(value)));
       } finally {
         await view.close();
       }

@@ -1,8 +1,10 @@
 /**
- * Rebalance under exactly-once: while lines keep arriving, a second instance joins (eager
- * rebalance: every partition is revoked and re-assigned, half of them move) and later leaves
- * gracefully (they move back, and the first instance restores the tail the second one wrote).
- * Afterwards the output holds every count update exactly once and the stores equal the model.
+ * Rebalance under exactly-once: while lines keep arriving, a second instance joins (kafkajs:
+ * eager, every partition is revoked and re-assigned; librdkafka: cooperative, only the partitions
+ * that move are revoked — half of them either way) and later leaves gracefully (they move back,
+ * and the first instance restores the tail the second one wrote; a static member on librdkafka
+ * leaves when its session ends). Afterwards the output holds every count update exactly once and
+ * the stores equal the model.
  */
 import { describe, expect, it } from 'vitest';
 import { produceLines, runWordcount } from '../../../examples/wordcount/index.js';
@@ -67,11 +69,15 @@ describe('wordcount across a rebalance', () => {
     const feeder = (async () => {
       while (feeding) await produce(50);
     })();
+    let bHostedStores = false;
     try {
       const b = await start();
       await until('B running tasks and committing', () => b.localTasks().some((t) => t.state === 'RUNNING') && b.metricsSnapshot().commits > 0);
       expect(a.localTasks().length).toBeLessThan(8); // half of the 8 tasks moved to B
       await produce(200);
+      // The counting tasks (with stores) move with the kafkajs assignor, which keeps tasks
+      // balanced per sub-topology; librdkafka's cooperative-sticky balances partitions overall.
+      bHostedStores = b.localStores().length > 0;
       await b.stop();
       await until('A owning every task again', () => a.localTasks().length === 8 && a.localTasks().every((t) => t.state === 'RUNNING'));
     } finally {
@@ -95,6 +101,7 @@ describe('wordcount across a rebalance', () => {
     }
     const updates = await readOutput(kafka, output);
     expect(outputProblems(updates, expected, true)).toEqual([]);
-    expect(a.metricsSnapshot().restoredRecords).toBeGreaterThan(0); // the tail B wrote came back through restore
+    // The tail B wrote came back through restore.
+    if (bHostedStores) expect(a.metricsSnapshot().restoredRecords).toBeGreaterThan(0);
   });
 });

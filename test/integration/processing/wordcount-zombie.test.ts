@@ -1,8 +1,10 @@
 /**
  * Zombie fencing: instance A is frozen with SIGSTOP (mid-transaction) past its session timeout,
  * its partitions move to instance B, then A is thawed with SIGCONT. A's transactions must be
- * fenced (one transactionalId per task: B's InitProducerId bumped the epoch and aborted A's open
- * transaction), A must roll back instead of committing, and nothing may be duplicated or lost.
+ * fenced (kafkajs, one transactionalId per task: B's InitProducerId bumped the epoch and aborted
+ * A's open transaction; librdkafka, KIP-447: A's offsets carry a stale generation, or its
+ * partitions come back lost), A must roll back instead of committing, and nothing may be
+ * duplicated or lost.
  * Finally a fresh instance restores every store from the changelogs alone and must match the model.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -24,8 +26,14 @@ function runningTasks(child: WordcountChild): Set<string> {
 }
 
 
+/**
+ * kafkajs (a producer per task): the new owner's InitProducerId fences the zombie's producers.
+ * librdkafka (exactly-once v2, KIP-447): the group fences the zombie — its offset commit carries
+ * a stale generation (PRODUCER_FENCED), or, when its consumer notices first, its partitions come
+ * back as lost and their uncommitted work is dropped.
+ */
 function mentionsFencing(log: ChildLog): boolean {
-  return JSON.stringify(log).includes('PRODUCER_FENCED');
+  return JSON.stringify(log).includes('PRODUCER_FENCED') || (log.msg?.startsWith('partitions lost') === true && log.fenced === true);
 }
 
 describe('a frozen instance that comes back (zombie)', () => {

@@ -17,11 +17,12 @@ export interface StoreSpec {
   readonly valueSerde: Serde<unknown>;
 }
 
+/** Every serde as a key or a value: the sortable ones where numeric ranges are read, Kafka's elsewhere. */
 export const DEFAULT_STORES: readonly StoreSpec[] = [
   { name: 'words', keySerde: serdes.string as Serde<unknown>, valueSerde: serdes.json },
-  { name: 'ints', keySerde: serdes.int32 as Serde<unknown>, valueSerde: serdes.string as Serde<unknown> },
+  { name: 'ints', keySerde: serdes.sortableInt32 as Serde<unknown>, valueSerde: serdes.string as Serde<unknown> },
   { name: 'longs', keySerde: serdes.int64 as Serde<unknown>, valueSerde: serdes.float64 as Serde<unknown> },
-  { name: 'floats', keySerde: serdes.float64 as Serde<unknown>, valueSerde: serdes.bytes as Serde<unknown> },
+  { name: 'floats', keySerde: serdes.sortableFloat64 as Serde<unknown>, valueSerde: serdes.bytes as Serde<unknown> },
   { name: 'blobs', keySerde: serdes.bytes as Serde<unknown>, valueSerde: serdes.int64 as Serde<unknown> },
 ];
 

@@ -64,7 +64,7 @@ describe('the GraphQL gateway through yoga.fetch', () => {
 
   it('serves the rest of a page around a stored key that does not decode, failing that key alone with DECODE_FAILED', async () => {
     for (const n of [1, 2, 3, 4, 5, 6]) f.put('ints', n, `v${n}`);
-    // 3 bytes: no int32 (a key written by another serde, or damaged on disk).
+    // 3 bytes: no sortableInt32 (a key written by another serde, or damaged on disk).
     const bad = Buffer.from([0x80, 0x00, 0x03]);
     f.tasks[0]!.store('ints').put(bad, Buffer.from('odd'), { topic: 'input', partition: 0, offset: 100 });
     await f.commit();
@@ -79,7 +79,7 @@ describe('the GraphQL gateway through yoga.fetch', () => {
       if (!result.data.range.pageInfo.hasNextPage) break;
       after = result.data.range.pageInfo.endCursor;
     }
-    // 0x80 0x00 0x03 sorts after every order-preserving int32 of 1..6 (0x80 00 00 0x).
+    // 0x80 0x00 0x03 sorts after every sortableInt32 of 1..6 (0x80 00 00 0x).
     expect(keys).toEqual([1, 2, 3, 4, 5, 6, null]);
     expect(errors).toEqual([['DECODE_FAILED', [2, 'node', 'key']]]);
   });

@@ -2,11 +2,16 @@
  * In-memory fakes of the processing ports: a tiny broker with partitions, transactions
  * (read_committed stops at the first open transaction, like the LSO), producer fencing by
  * transactionalId, committed group offsets, and a consumer driven by the test.
+ *
+ * Also what the ports contract (test/contract/kafka-ports-contract.ts) asks of every adapter:
+ * consumers created with topics (fakePorts' `options.topics`) join a group on run() and are
+ * assigned partitions by the broker, rebalancing eagerly as members join and stop; a broker
+ * marked `unreachable` fails the ports' first calls with BROKER_UNAVAILABLE.
  */
 import { IqgateError } from '../../../src/errors.js';
 import type {
   AdminPort, ChangelogChunk, ChangelogReaderPort, ConsumerHandlers, GroupConsumerPort, InputRecord, KafkaPorts,
-  OutputRecord, ProducerFactoryPort, SendResult, TaskProducer, TopicPartition, TopicPartitionOffset, TopicSpec,
+  OutputRecord, ProducerFactoryPort, SendResult, StreamProducerPort, TaskProducer, TopicPartition, TopicPartitionOffset, TopicSpec,
 } from '../../../src/processing/ports.js';
 
 interface Entry { record: InputRecord; txn: number | null }
@@ -21,6 +26,53 @@ export class FakeBroker {
   private readonly openTxnOf = new Map<string, number>();
   /** Calls in order, for protocol-order assertions. */
   readonly calls: string[] = [];
+  /** Set: every port of this broker fails as against an address where nothing answers. */
+  unreachable = false;
+  /** Group-mode consumers (created with topics) of each group, in join order. */
+  private readonly members = new Map<string, FakeConsumer[]>();
+
+  checkReachable(context: string): void {
+    if (this.unreachable) throw new IqgateError('BROKER_UNAVAILABLE', `${context}: Kafka broker unreachable (fake)`, { retriable: true });
+  }
+
+  /** A group-mode consumer joins its group: an eager rebalance of the whole group. */
+  join(groupId: string, consumer: FakeConsumer): void {
+    const members = this.members.get(groupId) ?? [];
+    if (members.includes(consumer)) return;
+    this.rebalance(groupId, [...members, consumer], members);
+  }
+
+  leave(groupId: string, consumer: FakeConsumer): void {
+    const members = this.members.get(groupId) ?? [];
+    if (!members.includes(consumer)) return;
+    const remaining = members.filter((m) => m !== consumer);
+    this.rebalance(groupId, remaining, remaining);
+  }
+
+  /**
+   * Eager, as kafkajs': the members that were already there hear onRebalancing, then every
+   * member gets its whole new assignment, positions re-read from the committed offsets (assign()).
+   * Partition p of every subscribed topic goes to member p mod n in join order, keeping a task's
+   * partitions together as the task-aware assigner does.
+   */
+  private rebalance(groupId: string, members: FakeConsumer[], notified: readonly FakeConsumer[]): void {
+    this.members.set(groupId, members);
+    for (const m of notified) m.handlers?.onRebalancing();
+    const shares = members.map((): TopicPartition[] => []);
+    const topics = [...new Set(members.flatMap((m) => m.topics ?? []))];
+    for (const topic of topics) {
+      const partitions = this.logs.get(topic)?.length ?? 0;
+      for (let p = 0; p < partitions; p += 1) shares[p % members.length]?.push({ topic, partition: p });
+    }
+    members.forEach((m, i) => m.assign((shares[i] ?? []).filter((tp) => m.topics?.includes(tp.topic))));
+  }
+
+  /** One fetch round of every group-mode consumer; the records handed over. */
+  deliverAll(): number {
+    let delivered = 0;
+    for (const members of this.members.values()) for (const m of members) delivered += m.deliver();
+    return delivered;
+  }
 
   createTopic(topic: string, partitions: number): void {
     if (!this.logs.has(topic)) this.logs.set(topic, Array.from({ length: partitions }, () => []));
@@ -83,10 +135,12 @@ class FakeProducer implements TaskProducer {
   constructor(private readonly broker: FakeBroker, readonly transactionalId: string | null, private readonly groupId: string, private readonly failures: FakeFailures) {}
   async init(): Promise<void> {
     this.broker.calls.push(`init:${this.transactionalId}`);
+    this.broker.checkReachable(`init producer ${this.transactionalId}`);
     if (this.transactionalId !== null) this.epoch = this.broker.initProducer(this.transactionalId);
   }
   async send(records: readonly OutputRecord[]): Promise<SendResult[]> {
     this.broker.calls.push(`send:${records.length}`);
+    this.broker.checkReachable('send');
     if (this.failures.send) throw new IqgateError('KAFKA_ERROR', 'injected send failure', { retriable: true });
     let txn: number | null = null;
     if (this.transactionalId !== null) {
@@ -132,6 +186,55 @@ class FakeProducer implements TaskProducer {
   async close(): Promise<void> {}
 }
 
+/**
+ * The instance's one transactional producer (exactly-once v2). `hold` lets a test keep a commit
+ * in flight (to see processing go on meanwhile); `failures.commit` fails the next commits.
+ */
+export class FakeStreamProducer implements StreamProducerPort {
+  private inner: FakeProducer;
+  /** Set to a promise to hold commit() until it settles. */
+  hold: Promise<void> | null = null;
+  /** Records produced per committed transaction. */
+  readonly committedSizes: number[] = [];
+  private produced = 0;
+  private pending: Promise<unknown> = Promise.resolve();
+  constructor(private readonly broker: FakeBroker, groupId: string, private readonly failures: FakeFailures, readonly transactionalId = 'app-instance-1') {
+    this.inner = new FakeProducer(broker, this.transactionalId, groupId, failures);
+  }
+  async init(): Promise<void> {
+    await this.inner.init();
+  }
+  produce(records: readonly OutputRecord[]): void {
+    this.produced += records.length;
+    // Ordered like librdkafka's queue; failures surface at commit, as there.
+    const sent = this.pending.then(() => this.inner.send(records));
+    sent.catch(() => undefined); // surfaced by sendOffsets()/commit()
+    this.pending = sent;
+  }
+  async sendOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
+    await this.pending;
+    await this.inner.sendOffsets(offsets);
+  }
+  async commit(): Promise<void> {
+    const hold = this.hold;
+    if (hold !== null) await hold;
+    try {
+      await this.pending;
+      await this.inner.commit();
+      this.committedSizes.push(this.produced);
+    } finally {
+      this.pending = Promise.resolve();
+      this.produced = 0;
+    }
+  }
+  async abort(): Promise<void> {
+    this.pending = Promise.resolve();
+    this.produced = 0;
+    await this.inner.abort();
+  }
+  async close(): Promise<void> {}
+}
+
 function hash(bytes: Buffer): number {
   let h = 0;
   for (const b of bytes) h = (h * 31 + b) >>> 0;
@@ -145,9 +248,12 @@ export class FakeConsumer implements GroupConsumerPort {
   readonly paused = new Set<string>();
   readonly positions = new Map<string, number>();
   assignment: TopicPartition[] = [];
-  constructor(private readonly broker: FakeBroker, private readonly groupId: string) {}
+  /** `topics`: a group-mode consumer, assigned by the broker's group on run() (null: by the test's assign()). */
+  constructor(private readonly broker: FakeBroker, private readonly groupId: string, readonly topics: readonly string[] | null = null) {}
   async run(handlers: ConsumerHandlers): Promise<void> {
+    this.broker.checkReachable(`consumer of group ${this.groupId}`);
     this.handlers = handlers;
+    if (this.topics !== null) this.broker.join(this.groupId, this);
   }
   assign(tps: TopicPartition[]): void {
     this.assignment = tps;
@@ -176,27 +282,51 @@ export class FakeConsumer implements GroupConsumerPort {
   async commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
     for (const o of offsets) this.broker.groupOffsets.set(`${this.groupId}:${o.topic}:${o.partition}`, o.offset);
   }
-  async stop(): Promise<void> {}
+  async stop(): Promise<void> {
+    if (this.topics === null) return;
+    this.broker.leave(this.groupId, this);
+    this.assignment = [];
+  }
 }
 
 function k(tp: TopicPartition): string {
   return `${tp.topic}:${tp.partition}`;
 }
 
-export function fakePorts(broker: FakeBroker, groupId: string, failures: FakeFailures = { send: false, commit: false }): KafkaPorts & { consumer: FakeConsumer } {
-  const consumer = new FakeConsumer(broker, groupId);
+export interface FakePortsOptions {
+  /** Subscribed topics: the consumer joins the broker's group on run() instead of waiting for the test's assign(). */
+  readonly topics?: readonly string[];
+  /** The stream producer's transactional id (default `app-instance-1`). */
+  readonly transactionalId?: string;
+}
+
+export function fakePorts(broker: FakeBroker, groupId: string, failures: FakeFailures = { send: false, commit: false }, eosV2 = false, options: FakePortsOptions = {}): KafkaPorts & { consumer: FakeConsumer; streamProducer?: FakeStreamProducer } {
+  const consumer = new FakeConsumer(broker, groupId, options.topics ?? null);
+  const streamProducer = eosV2 ? new FakeStreamProducer(broker, groupId, failures, options.transactionalId) : undefined;
+  const reachable = (context: string): void => broker.checkReachable(context);
   const producers: ProducerFactoryPort = {
     create: (transactionalId) => new FakeProducer(broker, transactionalId, groupId, failures),
     close: async () => {},
   };
   const admin: AdminPort = {
-    partitionCounts: async (topics) => new Map(topics.map((t) => {
-      const log = broker.logs.get(t);
-      if (log === undefined) throw new IqgateError('TOPIC_NOT_FOUND', t);
-      return [t, log.length];
-    })),
-    ensureTopics: async (specs: readonly TopicSpec[]) => { for (const s of specs) broker.createTopic(s.topic, s.partitions); },
+    partitionCounts: async (topics) => {
+      reachable('read topic metadata');
+      const missing = topics.filter((t) => !broker.logs.has(t));
+      if (missing.length > 0) throw new IqgateError('TOPIC_NOT_FOUND', `topics not found: ${missing.join(', ')}`, { retriable: true, details: { missing } });
+      return new Map(topics.map((t) => [t, broker.logs.get(t)?.length ?? 0]));
+    },
+    ensureTopics: async (specs: readonly TopicSpec[]) => {
+      reachable('create internal topics');
+      for (const s of specs) {
+        const existing = broker.logs.get(s.topic)?.length;
+        if (existing !== undefined && existing !== s.partitions) {
+          throw new IqgateError('INVALID_CONFIG', `internal topic ${s.topic} has ${existing} partitions, expected ${s.partitions}`);
+        }
+        broker.createTopic(s.topic, s.partitions);
+      }
+    },
     committedOffsets: async (group, topic) => {
+      reachable(`fetch committed offsets of ${group}`);
       const result = new Map<number, number>();
       for (const [key, offset] of broker.groupOffsets) {
         const [g, t, p] = key.split(':');
@@ -204,16 +334,23 @@ export function fakePorts(broker: FakeBroker, groupId: string, failures: FakeFai
       }
       return result;
     },
-    beginningOffsets: async (topic) => new Map((broker.logs.get(topic) ?? []).map((_l, p) => [p, 0])),
-    endOffsets: async (topic) => new Map((broker.logs.get(topic) ?? []).map((_l, p) => [p, broker.readCommitted(topic, p, 0).lso])),
+    beginningOffsets: async (topic) => {
+      reachable(`fetch offsets of ${topic}`);
+      return new Map((broker.logs.get(topic) ?? []).map((_l, p) => [p, 0]));
+    },
+    endOffsets: async (topic) => {
+      reachable(`fetch offsets of ${topic}`);
+      return new Map((broker.logs.get(topic) ?? []).map((_l, p) => [p, broker.readCommitted(topic, p, 0).lso]));
+    },
     close: async () => {},
   };
   const changelogReader: ChangelogReaderPort = {
     read: async (tp, from, end, onChunk: (chunk: ChangelogChunk) => Promise<void>) => {
+      reachable('connect changelog reader');
       const { records } = broker.readCommitted(tp.topic, tp.partition, from);
       await onChunk({ records: records.filter((r) => r.offset < end), nextOffset: end });
     },
     close: async () => {},
   };
-  return { consumer, producers, admin, changelogReader, close: async () => {} };
+  return { consumer, producers, admin, changelogReader, ...(streamProducer === undefined ? {} : { streamProducer }), client: 'fake', close: async () => {} };
 }

@@ -36,12 +36,14 @@ export interface HarnessOptions {
   readonly database?: InMemoryDatabase;
   readonly onCommitStep?: (step: CommitStep, taskId: string, harness: Harness) => void;
   readonly uncommittedMaxBytes?: number;
+  /** Exactly-once v2: one transactional producer for the instance (FakeStreamProducer). */
+  readonly eosV2?: boolean;
 }
 
 export async function startHarness(o: HarnessOptions): Promise<Harness> {
   const broker = o.broker ?? new FakeBroker();
   const failures: FakeFailures = { send: false, commit: false };
-  const ports = fakePorts(broker, 'app', failures);
+  const ports = fakePorts(broker, 'app', failures, o.eosV2 === true);
   const engine = createInMemoryStoreEngine({
     database: o.database ?? createInMemoryDatabase(), cacheMaxBytes: 0,
     ...(o.uncommittedMaxBytes !== undefined ? { uncommittedMaxBytes: o.uncommittedMaxBytes } : {}),
@@ -68,6 +70,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
       },
       onRestoreProgress: (p) => restores.push(p),
       onCommit: (_taskId, _ms, records) => commits.push(records),
+      onInstanceCommit: (outcome) => commits.push(outcome.records),
       onFatal: (error) => fatal.push(error),
     },
   });
@@ -88,10 +91,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
         if (n === 0) return;
       }
     },
-    commitAll: async () => {
-      for (const task of manager.localTasks()) manager.requestCommit(task);
-      await manager.control.idle();
-    },
+    commitAll: () => manager.commitNow(),
     counts: async (store, partition, readCommitted = true) => {
       const counts = new Map<string, number>();
       const local = manager.localTasks().find((t) => t.partition === partition && t.stores?.storeNames().includes(store));

@@ -14,42 +14,125 @@ function expectCode(fn: () => unknown, code: 'DECODE_FAILED' | 'ENCODE_FAILED' |
 }
 
 const byteOrder = (a: Buffer, b: Buffer) => Buffer.compare(a, b);
+const hex = (bytes: Buffer): string => bytes.toString('hex').replace(/(..)(?!$)/g, '$1 ');
+const INT64 = { min: -(1n << 63n), max: (1n << 63n) - 1n };
 
-describe('serdes', () => {
-  it('int32 round-trips and its byte order is numeric order, negatives included', () => {
+/** A NaN with payload bits (Java: Double.longBitsToDouble(0x7ff0000000000001L)). */
+const payloadNaN = new Float64Array(new BigUint64Array([0x7ff0000000000001n]).buffer)[0]!;
+
+// What kafka-clients 4.1.1 writes: IntegerSerializer, LongSerializer and DoubleSerializer run
+// on these values (a small Java program against the broker's kafka-clients jar) printed these
+// bytes.
+const KAFKA_INT32: Array<[number, string]> = [
+  [0, '00 00 00 00'],
+  [1, '00 00 00 01'],
+  [-1, 'ff ff ff ff'],
+  [256, '00 00 01 00'],
+  [2147483647, '7f ff ff ff'],
+  [-2147483648, '80 00 00 00'],
+  [-123456789, 'f8 a4 32 eb'],
+];
+const KAFKA_INT64: Array<[bigint, string]> = [
+  [0n, '00 00 00 00 00 00 00 00'],
+  [1n, '00 00 00 00 00 00 00 01'],
+  [-1n, 'ff ff ff ff ff ff ff ff'],
+  [9007199254740993n, '00 20 00 00 00 00 00 01'],
+  [9223372036854775807n, '7f ff ff ff ff ff ff ff'],
+  [-9223372036854775808n, '80 00 00 00 00 00 00 00'],
+  [-4611686018427387904n, 'c0 00 00 00 00 00 00 00'],
+];
+const KAFKA_FLOAT64: Array<[number, string]> = [
+  [1.0, '3f f0 00 00 00 00 00 00'],
+  [-2.0, 'c0 00 00 00 00 00 00 00'],
+  [0, '00 00 00 00 00 00 00 00'],
+  [-0, '80 00 00 00 00 00 00 00'],
+  [0.1, '3f b9 99 99 99 99 99 9a'],
+  [Infinity, '7f f0 00 00 00 00 00 00'],
+  [-Infinity, 'ff f0 00 00 00 00 00 00'],
+  [Number.MIN_VALUE, '00 00 00 00 00 00 00 01'],
+  [NaN, '7f f8 00 00 00 00 00 00'],
+  [payloadNaN, '7f f8 00 00 00 00 00 00'],
+];
+
+describe('Kafka-compatible serdes', () => {
+  it('int32 writes what Kafka IntegerSerializer writes and reads it back', () => {
+    for (const [value, bytes] of KAFKA_INT32) {
+      expect(hex(serdes.int32.serialize(value)), String(value)).toBe(bytes);
+      expect(serdes.int32.deserialize(Buffer.from(bytes.replace(/ /g, ''), 'hex'))).toBe(value);
+    }
+  });
+
+  it('int64 writes what Kafka LongSerializer writes and reads it back as a bigint', () => {
+    for (const [value, bytes] of KAFKA_INT64) {
+      expect(hex(serdes.int64.serialize(value)), String(value)).toBe(bytes);
+      expect(serdes.int64.deserialize(Buffer.from(bytes.replace(/ /g, ''), 'hex'))).toBe(value);
+    }
+  });
+
+  it('float64 writes what Kafka DoubleSerializer writes, -0 and a canonical NaN included, and reads it back', () => {
+    for (const [value, bytes] of KAFKA_FLOAT64) {
+      expect(hex(serdes.float64.serialize(value)), String(value)).toBe(bytes);
+      expect(serdes.float64.deserialize(Buffer.from(bytes.replace(/ /g, ''), 'hex'))).toBe(value);
+    }
+  });
+
+  it('int32, int64 and float64 round-trip every value of their type', () => {
+    fc.assert(
+      fc.property(fc.integer(), fc.bigInt(INT64), fc.double(), (i, l, d) => {
+        expect(serdes.int32.deserialize(serdes.int32.serialize(i))).toBe(i);
+        expect(serdes.int64.deserialize(serdes.int64.serialize(l))).toBe(l);
+        expect(serdes.float64.deserialize(serdes.float64.serialize(d))).toBe(d); // toBe is Object.is: -0 stays -0
+      }),
+    );
+  });
+});
+
+describe('sortable serdes', () => {
+  it('sortableInt32 round-trips, its byte order is numeric order, and its bytes are int32 with the sign bit flipped', () => {
     fc.assert(
       fc.property(fc.integer(), fc.integer(), (x, y) => {
-        const [a, b] = [serdes.int32.serialize(x), serdes.int32.serialize(y)];
-        expect(serdes.int32.deserialize(a)).toBe(x);
+        const [a, b] = [serdes.sortableInt32.serialize(x), serdes.sortableInt32.serialize(y)];
+        expect(serdes.sortableInt32.deserialize(a)).toBe(x);
         expect(Math.sign(byteOrder(a, b))).toBe(Math.sign(x - y));
+        const kafka = serdes.int32.serialize(x);
+        kafka[0] = kafka[0]! ^ 0x80;
+        expect(a.equals(kafka)).toBe(true);
       }),
     );
-    expect(serdes.int32.deserialize(serdes.int32.serialize(-0x80000000))).toBe(-0x80000000);
+    expect(serdes.sortableInt32.deserialize(serdes.sortableInt32.serialize(-0x80000000))).toBe(-0x80000000);
   });
 
-  it('int64 round-trips and its byte order is numeric order, negatives included', () => {
+  it('sortableInt64 round-trips and its byte order is numeric order, negatives included', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n }), fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n }), (x, y) => {
-        const [a, b] = [serdes.int64.serialize(x), serdes.int64.serialize(y)];
-        expect(serdes.int64.deserialize(a)).toBe(x);
+      fc.property(fc.bigInt(INT64), fc.bigInt(INT64), (x, y) => {
+        const [a, b] = [serdes.sortableInt64.serialize(x), serdes.sortableInt64.serialize(y)];
+        expect(serdes.sortableInt64.deserialize(a)).toBe(x);
         expect(Math.sign(byteOrder(a, b))).toBe(x < y ? -1 : x > y ? 1 : 0);
       }),
     );
   });
 
-  it('float64 round-trips and its byte order is numeric order, infinities included', () => {
+  it('sortableFloat64 round-trips and its byte order is numeric order, infinities included', () => {
     fc.assert(
       fc.property(fc.double({ noNaN: true }), fc.double({ noNaN: true }), (x, y) => {
-        const [a, b] = [serdes.float64.serialize(x), serdes.float64.serialize(y)];
-        expect(serdes.float64.deserialize(a)).toBe(x === 0 ? 0 : x);
+        const [a, b] = [serdes.sortableFloat64.serialize(x), serdes.sortableFloat64.serialize(y)];
+        expect(serdes.sortableFloat64.deserialize(a)).toBe(x === 0 ? 0 : x);
         expect(Math.sign(byteOrder(a, b))).toBe(x < y ? -1 : x > y ? 1 : 0);
       }),
     );
-    expect(serdes.float64.serialize(-0).equals(serdes.float64.serialize(0))).toBe(true);
-    expect(Number.isNaN(serdes.float64.deserialize(serdes.float64.serialize(NaN)))).toBe(true);
-    expect(byteOrder(serdes.float64.serialize(NaN), serdes.float64.serialize(Infinity))).toBe(1);
+    expect(serdes.sortableFloat64.serialize(-0).equals(serdes.sortableFloat64.serialize(0))).toBe(true);
+    expect(Number.isNaN(serdes.sortableFloat64.deserialize(serdes.sortableFloat64.serialize(NaN)))).toBe(true);
+    expect(serdes.sortableFloat64.serialize(payloadNaN).equals(serdes.sortableFloat64.serialize(NaN))).toBe(true);
+    expect(byteOrder(serdes.sortableFloat64.serialize(NaN), serdes.sortableFloat64.serialize(Infinity))).toBe(1);
   });
 
+  it('the Kafka-compatible int32 does not keep numeric order, which is why the sortable one exists', () => {
+    expect(byteOrder(serdes.int32.serialize(-1), serdes.int32.serialize(1))).toBe(1);
+    expect(byteOrder(serdes.sortableInt32.serialize(-1), serdes.sortableInt32.serialize(1))).toBe(-1);
+  });
+});
+
+describe('serdes', () => {
   it('string, json and bytes round-trip', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme' }), fc.jsonValue(), fc.uint8Array(), (s, j, u) => {
@@ -65,16 +148,23 @@ describe('serdes', () => {
     expectCode(() => serdes.string.deserialize(Buffer.from([0xc3, 0x28])), 'DECODE_FAILED');
     expectCode(() => serdes.json.deserialize(Buffer.from('{"a":')), 'DECODE_FAILED');
     expectCode(() => serdes.json.deserialize(Buffer.from([0xff])), 'DECODE_FAILED');
-    expectCode(() => serdes.int32.deserialize(Buffer.alloc(3)), 'DECODE_FAILED');
-    expectCode(() => serdes.int64.deserialize(Buffer.alloc(9)), 'DECODE_FAILED');
-    expectCode(() => serdes.float64.deserialize(Buffer.alloc(0)), 'DECODE_FAILED');
+    for (const name of ['int32', 'sortableInt32'] as const) expectCode(() => serdes[name].deserialize(Buffer.alloc(3)), 'DECODE_FAILED');
+    for (const name of ['int64', 'sortableInt64'] as const) expectCode(() => serdes[name].deserialize(Buffer.alloc(9)), 'DECODE_FAILED');
+    for (const name of ['float64', 'sortableFloat64'] as const) expectCode(() => serdes[name].deserialize(Buffer.alloc(0)), 'DECODE_FAILED');
     expectCode(() => serdes.bytes.deserialize('x' as unknown as Buffer), 'DECODE_FAILED');
   });
 
   it('values that cannot be encoded raise ENCODE_FAILED', () => {
-    expectCode(() => serdes.int32.serialize(2 ** 31), 'ENCODE_FAILED');
-    expectCode(() => serdes.int32.serialize(1.5), 'ENCODE_FAILED');
-    expectCode(() => serdes.int64.serialize(1n << 63n), 'ENCODE_FAILED');
+    for (const name of ['int32', 'sortableInt32'] as const) {
+      for (const bad of [2 ** 31, -(2 ** 31) - 1, 1.5, NaN, Infinity, '1', 1n]) expectCode(() => serdes[name].serialize(bad as unknown as number), 'ENCODE_FAILED');
+    }
+    for (const name of ['int64', 'sortableInt64'] as const) {
+      // Numbers too: an int64 is a bigint (see int64Serde), 3 must be written 3n.
+      for (const bad of [1n << 63n, -(1n << 63n) - 1n, 3, 1.5, '3', null]) expectCode(() => serdes[name].serialize(bad as unknown as bigint), 'ENCODE_FAILED');
+    }
+    for (const name of ['float64', 'sortableFloat64'] as const) {
+      for (const bad of ['1', 1n, null]) expectCode(() => serdes[name].serialize(bad as unknown as number), 'ENCODE_FAILED');
+    }
     expectCode(() => serdes.json.serialize(undefined), 'ENCODE_FAILED');
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
@@ -87,6 +177,7 @@ describe('serdes', () => {
       expect(serdeByName(name)).toBe(serde);
       expect(serde.name).toBe(name);
     }
+    expect(Object.keys(serdes)).toEqual(['string', 'json', 'int32', 'int64', 'float64', 'sortableInt32', 'sortableInt64', 'sortableFloat64', 'bytes']);
     expectCode(() => serdeByName('int16'), 'INVALID_CONFIG');
     expectCode(() => serdeByName('toString'), 'INVALID_CONFIG');
   });

@@ -1,0 +1,71 @@
+/**
+ * librdkafka errors to iqgate's coded errors, at the adapter boundary. Codes are librdkafka's
+ * (negative: client-side, `RD_KAFKA_RESP_ERR__*`; positive: the broker's protocol codes).
+ */
+import { IqgateError } from '../../errors.js';
+
+interface RdkafkaLikeError {
+  readonly code?: number;
+  readonly message?: string;
+  readonly isFatal?: boolean;
+  readonly isRetriable?: boolean;
+  readonly isTxnRequiresAbort?: boolean;
+}
+
+/** This producer is done for: another one took its transactional id, or its epoch is stale. */
+const FENCED = new Set([
+  -144, // _FENCED: the client raised a fatal "fenced" error
+  47, // INVALID_PRODUCER_EPOCH
+  90, // PRODUCER_FENCED
+  82, // FENCED_INSTANCE_ID: another member took our group.instance.id
+  // KIP-447: the group fences a zombie's transactional offset commit by its stale generation.
+  22, // ILLEGAL_GENERATION
+  25, // UNKNOWN_MEMBER_ID
+]);
+
+/** The broker cannot be reached, or did not answer in time. */
+const UNREACHABLE = new Set([
+  -195, // _TRANSPORT
+  -187, // _ALL_BROKERS_DOWN
+  -185, // _TIMED_OUT
+  -192, // _MSG_TIMED_OUT
+  -193, // _RESOLVE
+  7, // REQUEST_TIMED_OUT
+  15, // COORDINATOR_NOT_AVAILABLE
+  14, // COORDINATOR_LOAD_IN_PROGRESS
+  16, // NOT_COORDINATOR
+]);
+
+const UNKNOWN_TOPIC = new Set([
+  3, // UNKNOWN_TOPIC_OR_PART
+  -188, // _UNKNOWN_TOPIC
+  -190, // _UNKNOWN_PARTITION
+]);
+
+/**
+ * Client events (`event.error`) reach JavaScript as Error objects whose code the package does
+ * not parse (lib/error.js: code -1, "unknown"): recognise librdkafka's own texts for them.
+ */
+const UNREACHABLE_MESSAGE = /all broker connections are down|broker transport failure|connection refused|failed to resolve|timed out/i;
+
+export function rdkafkaCode(error: unknown): number | undefined {
+  if (error === null || typeof error !== 'object') return undefined;
+  const code = (error as RdkafkaLikeError).code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export function isRdkafkaFatal(error: unknown): boolean {
+  return error !== null && typeof error === 'object' && (error as RdkafkaLikeError).isFatal === true;
+}
+
+export function fromRdkafkaError(error: unknown, context: string): IqgateError {
+  if (error instanceof IqgateError) return error;
+  const message = error instanceof Error ? error.message : typeof error === 'object' && error !== null ? String((error as RdkafkaLikeError).message) : String(error);
+  const code = rdkafkaCode(error);
+  const details = code === undefined ? undefined : { librdkafkaCode: code };
+  const options = (retriable: boolean) => ({ cause: error, retriable, ...(details === undefined ? {} : { details }) });
+  if (code !== undefined && FENCED.has(code)) return new IqgateError('PRODUCER_FENCED', `${context}: producer fenced (${message})`, options(false));
+  if ((code !== undefined && UNREACHABLE.has(code)) || ((code === undefined || code === -1) && UNREACHABLE_MESSAGE.test(message))) return new IqgateError('BROKER_UNAVAILABLE', `${context}: Kafka broker unreachable (${message})`, options(true));
+  if (code !== undefined && UNKNOWN_TOPIC.has(code)) return new IqgateError('TOPIC_NOT_FOUND', `${context}: ${message}`, options(true));
+  return new IqgateError('KAFKA_ERROR', `${context}: ${message}`, options(!isRdkafkaFatal(error)));
+}

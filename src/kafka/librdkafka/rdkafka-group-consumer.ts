@@ -1,0 +1,339 @@
+/**
+ * The application's group consumer on librdkafka (GroupConsumerPort).
+ *
+ * - Fetching and decoding happen on librdkafka's threads; `consume(n)` hands batches of up to
+ *   `batchSize` records to JavaScript from libuv's pool, so the event loop only sees records
+ *   ready to process (the kafkajs consumer decodes whole fetch responses on it).
+ * - read_committed, no auto-commit: offsets go into the instance's transaction (exactly-once)
+ *   or through commitOffsets() (at-least-once).
+ * - Cooperative rebalancing (`cooperative-sticky`): a rebalance names what is revoked and what
+ *   is added; partitions that stay keep their fetch position and their tasks keep running.
+ *   librdkafka waits for the rebalance callback to call incrementalUnassign, so revoked
+ *   partitions are given up only after onRevoked() resolved — after their tasks committed.
+ * - Static membership (`group.instance.id`, KIP-345) when an instance id is given: a restart
+ *   of the same instance takes its place in the group back without a rebalance and without
+ *   waiting out the session of the member it replaces.
+ * - Partitions added by a rebalance are paused at once (before any record reaches a task that
+ *   is still restoring); the task manager seeks and resumes them when their task is open.
+ * - A seek wins over records fetched before it. librdkafka versions each partition's queue: a
+ *   pause or seek purges it and drops every older message still queued, so only a consume()
+ *   call already under way when seek() is called can carry old records — and, if it lasts,
+ *   new ones after them. So seek() pauses the partition in librdkafka first (nothing new can
+ *   be dequeued for it), seeks, drops what the call under way brings for it, and resumes it
+ *   only once that call has returned (if the task manager wants it resumed): every record
+ *   delivered afterwards is from the new position.
+ */
+import type { KafkaConsumer, LibrdKafkaError, Message, TopicPartition as RdTopicPartition } from '@confluentinc/kafka-javascript';
+import type { ConsumerHandlers, GroupConsumerPort, Headers, InputRecord, TopicPartition, TopicPartitionOffset } from '../../processing/ports.js';
+import type { KafkaLogSink } from '../kafka-client.js';
+import type { RdkafkaModule } from './native.js';
+import { fromRdkafkaError } from './rdkafka-errors.js';
+
+export interface RdkafkaGroupConsumerOptions {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  /** group.instance.id (static membership); absent: a dynamic member. */
+  readonly groupInstanceId?: string;
+  readonly sessionTimeoutMs?: number;
+  readonly heartbeatIntervalMs?: number;
+  /** max.poll.interval.ms: how long a rebalance may wait for onRevoked. */
+  readonly rebalanceTimeoutMs?: number;
+  readonly maxWaitTimeMs?: number;
+  readonly maxBytesPerPartition?: number;
+  readonly maxBytes?: number;
+  /** Records per consume() call. */
+  readonly batchSize?: number;
+  readonly log?: KafkaLogSink;
+}
+
+/** Methods the package has (lib/kafka-consumer.js) but its type declarations lack. */
+interface CooperativeConsumer {
+  incrementalAssign(partitions: RdTopicPartition[]): void;
+  incrementalUnassign(partitions: RdTopicPartition[]): void;
+  assignmentLost(): boolean;
+}
+
+const ERR_ASSIGN = -175;
+const ERR_REVOKE = -174;
+/** Client-side conditions that are not failures of a consume() call. */
+const BENIGN = new Set([-185 /* _TIMED_OUT */, -191 /* _PARTITION_EOF */]);
+
+export class RdkafkaGroupConsumer implements GroupConsumerPort {
+  readonly cooperative = true;
+  private readonly consumer: KafkaConsumer;
+  private handlers: ConsumerHandlers | null = null;
+  private running = false;
+  private stopping = false;
+  private readonly assigned = new Map<string, TopicPartition>();
+  private consumeSeq = 0;
+  /** Partitions the task manager paused. */
+  private readonly paused = new Set<string>();
+  /** Partitions held paused after a seek until consume() call number `gate` has returned. */
+  private readonly seekGates = new Map<string, { readonly tp: TopicPartition; readonly gate: number }>();
+  /** The last error reported through onReconnecting, cleared once records flow again. */
+  private reconnecting = false;
+  private loopDone: Promise<void> = Promise.resolve();
+
+  constructor(rd: RdkafkaModule, private readonly options: RdkafkaGroupConsumerOptions) {
+    this.consumer = new rd.KafkaConsumer({
+      'bootstrap.servers': options.brokers.join(','),
+      'client.id': options.clientId,
+      'group.id': options.groupId,
+      ...(options.groupInstanceId === undefined ? {} : { 'group.instance.id': options.groupInstanceId }),
+      'enable.auto.commit': false,
+      'enable.auto.offset.store': false,
+      'isolation.level': 'read_committed',
+      'partition.assignment.strategy': 'cooperative-sticky',
+      'session.timeout.ms': options.sessionTimeoutMs ?? 30_000,
+      'heartbeat.interval.ms': options.heartbeatIntervalMs ?? 3_000,
+      'max.poll.interval.ms': Math.max(options.rebalanceTimeoutMs ?? 60_000, (options.sessionTimeoutMs ?? 30_000) + 1),
+      'fetch.wait.max.ms': options.maxWaitTimeMs ?? 200,
+      'max.partition.fetch.bytes': options.maxBytesPerPartition ?? 1_048_576,
+      'fetch.max.bytes': options.maxBytes ?? 52_428_800,
+      'allow.auto.create.topics': false,
+      rebalance_cb: (err: LibrdKafkaError, assignment: RdTopicPartition[]) => this.onRebalance(err, assignment),
+    }, { 'auto.offset.reset': 'earliest' });
+    this.consumer.setDefaultConsumeTimeout(options.maxWaitTimeMs ?? 200);
+    this.consumer.on('event.error', (err) => this.onClientError(err));
+  }
+
+  /** The librdkafka consumer, for the producer's offset commits (its group metadata: KIP-447). */
+  native(): KafkaConsumer {
+    return this.consumer;
+  }
+
+  async run(handlers: ConsumerHandlers): Promise<void> {
+    this.handlers = handlers;
+    const context = `consumer of group ${this.options.groupId}`;
+    await new Promise<void>((resolve, reject) => {
+      this.consumer.connect({ timeout: 10_000 }, (err) => (err ? reject(fromRdkafkaError(err, context)) : resolve()));
+    });
+    try {
+      this.consumer.subscribe([...this.options.topics]);
+    } catch (error) {
+      throw fromRdkafkaError(error, context);
+    }
+    this.running = true;
+    this.loopDone = new Promise<void>((resolve) => this.consumeNext(resolve));
+  }
+
+  private consumeNext(done: () => void): void {
+    if (!this.running) {
+      done();
+      return;
+    }
+    if (this.handlers?.readyForMore?.() === false) {
+      // The tasks have enough to do: librdkafka keeps prefetching (bounded by its queue
+      // settings) while we wait, and nothing is dropped.
+      setTimeout(() => this.consumeNext(done), 2);
+      return;
+    }
+    const seq = ++this.consumeSeq;
+    this.consumer.consume(this.options.batchSize ?? 1000, (err, messages) => {
+      if (err && !BENIGN.has(err.code)) this.onClientError(err);
+      else if (messages !== undefined && messages.length > 0) this.deliver(seq, messages);
+      if (this.seekGates.size > 0) this.openGates(seq);
+      // Back on the event loop between batches: timers, I/O and queries run before the next one.
+      setImmediate(() => this.consumeNext(done));
+    });
+  }
+
+  private deliver(seq: number, messages: readonly Message[]): void {
+    const handlers = this.handlers;
+    if (handlers === null || this.stopping) return;
+    if (this.reconnecting) {
+      this.reconnecting = false;
+      handlers.onReconnected?.();
+    }
+    let start = 0;
+    while (start < messages.length) {
+      const first = messages[start]!;
+      let end = start + 1;
+      while (end < messages.length && messages[end]!.partition === first.partition && messages[end]!.topic === first.topic) end += 1;
+      const k = key(first.topic, first.partition);
+      const gate = this.seekGates.get(k);
+      if (this.assigned.has(k) && (gate === undefined || seq > gate.gate)) {
+        const records: InputRecord[] = new Array<InputRecord>(end - start);
+        for (let i = start; i < end; i += 1) records[i - start] = toInputRecord(messages[i]!);
+        handlers.onBatch({ topic: first.topic, partition: first.partition }, records);
+      }
+      start = end;
+    }
+  }
+
+  /** Call `seq` returned: partitions sought while it was under way may flow again. */
+  private openGates(seq: number): void {
+    const resume: TopicPartition[] = [];
+    for (const [k, { tp, gate }] of this.seekGates) {
+      if (gate > seq) continue;
+      this.seekGates.delete(k);
+      if (!this.paused.has(k) && this.assigned.has(k)) resume.push(tp);
+    }
+    if (resume.length > 0) this.nativeResume(resume);
+  }
+
+  private onRebalance(err: LibrdKafkaError, assignment: RdTopicPartition[]): void {
+    const partitions = assignment.map((tp) => ({ topic: tp.topic, partition: tp.partition }));
+    if (err.code === ERR_ASSIGN) {
+      try {
+        (this.consumer as unknown as CooperativeConsumer).incrementalAssign(partitions);
+        if (partitions.length > 0) this.consumer.pause(partitions);
+      } catch (error) {
+        this.options.log?.warn({ err: error }, 'librdkafka: incremental assign failed');
+      }
+      for (const tp of partitions) {
+        this.assigned.set(key(tp.topic, tp.partition), tp);
+        this.paused.add(key(tp.topic, tp.partition));
+      }
+      if (!this.stopping) this.handlers?.onAssignment([...this.assigned.values()]);
+      return;
+    }
+    if (err.code === ERR_REVOKE) {
+      const lost = (this.consumer as unknown as CooperativeConsumer).assignmentLost();
+      const finish = (): void => {
+        for (const tp of partitions) {
+          this.assigned.delete(key(tp.topic, tp.partition));
+          this.paused.delete(key(tp.topic, tp.partition));
+          this.seekGates.delete(key(tp.topic, tp.partition));
+        }
+        try {
+          (this.consumer as unknown as CooperativeConsumer).incrementalUnassign(partitions);
+        } catch (error) {
+          this.options.log?.debug({ err: error }, 'librdkafka: incremental unassign failed (closing)');
+        }
+      };
+      const onRevoked = this.handlers?.onRevoked;
+      if (this.stopping || onRevoked === undefined || partitions.length === 0) {
+        finish();
+        return;
+      }
+      onRevoked(partitions, lost).then(finish, (error: unknown) => {
+        this.options.log?.warn({ err: error }, 'revoking partitions failed; giving them up');
+        finish();
+      });
+      return;
+    }
+    this.options.log?.warn({ err }, 'librdkafka: rebalance error');
+  }
+
+  private onClientError(err: LibrdKafkaError): void {
+    const error = fromRdkafkaError(err, `consumer of group ${this.options.groupId}`);
+    if (this.stopping) return;
+    if (err.isFatal) {
+      this.handlers?.onCrash(error);
+      return;
+    }
+    // librdkafka reconnects by itself; say so once, until records flow again.
+    if (!this.reconnecting) {
+      this.reconnecting = true;
+      this.handlers?.onReconnecting?.(error);
+    }
+  }
+
+  pause(partitions: readonly TopicPartition[]): void {
+    const mine = partitions.filter((tp) => this.assigned.has(key(tp.topic, tp.partition)));
+    for (const tp of mine) this.paused.add(key(tp.topic, tp.partition));
+    if (mine.length > 0) this.nativePause(mine);
+  }
+
+  resume(partitions: readonly TopicPartition[]): void {
+    const mine = partitions.filter((tp) => this.assigned.has(key(tp.topic, tp.partition)));
+    for (const tp of mine) this.paused.delete(key(tp.topic, tp.partition));
+    // A partition behind a seek gate resumes when the gate opens.
+    const now = mine.filter((tp) => !this.seekGates.has(key(tp.topic, tp.partition)));
+    if (now.length > 0) this.nativeResume(now);
+  }
+
+  seek(position: TopicPartitionOffset): void {
+    const k = key(position.topic, position.partition);
+    const tp = this.assigned.get(k);
+    if (tp === undefined) return;
+    this.nativePause([tp]);
+    this.seekGates.set(k, { tp, gate: this.consumeSeq });
+    this.consumer.seek({ topic: position.topic, partition: position.partition, offset: position.offset }, 0, (err) => {
+      if (err) this.options.log?.warn({ err, ...position }, 'librdkafka: seek failed');
+    });
+  }
+
+  private nativePause(partitions: readonly TopicPartition[]): void {
+    try {
+      this.consumer.pause(partitions.map((tp) => ({ topic: tp.topic, partition: tp.partition })));
+    } catch (error) {
+      this.options.log?.debug({ err: error }, 'librdkafka: pause failed');
+    }
+  }
+
+  private nativeResume(partitions: readonly TopicPartition[]): void {
+    try {
+      this.consumer.resume(partitions.map((tp) => ({ topic: tp.topic, partition: tp.partition })));
+    } catch (error) {
+      this.options.log?.debug({ err: error }, 'librdkafka: resume failed');
+    }
+  }
+
+  /** The group's committed offsets for these partitions, read with require_stable (KIP-447: pending transactional offsets wait). */
+  committed(partitions: readonly TopicPartition[], timeoutMs = 10_000): Promise<Map<string, number>> {
+    return new Promise((resolve, reject) => {
+      this.consumer.committed(partitions.map((tp) => ({ topic: tp.topic, partition: tp.partition })), timeoutMs, (err, offsets) => {
+        if (err) {
+          reject(fromRdkafkaError(err, `committed offsets of group ${this.options.groupId}`));
+          return;
+        }
+        const result = new Map<string, number>();
+        for (const o of offsets) if (typeof o.offset === 'number' && o.offset >= 0) result.set(key(o.topic, o.partition), o.offset);
+        resolve(result);
+      });
+    });
+  }
+
+  async commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
+    if (offsets.length === 0) return;
+    try {
+      this.consumer.commitSync(offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset })));
+    } catch (error) {
+      throw fromRdkafkaError(error, 'commit offsets');
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.running = false;
+    await this.loopDone;
+    await new Promise<void>((resolve) => {
+      if (!this.consumer.isConnected()) {
+        resolve();
+        return;
+      }
+      this.consumer.disconnect(() => resolve());
+    });
+  }
+}
+
+function key(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}
+
+function toInputRecord(message: Message): InputRecord {
+  let headers: Headers = NO_HEADERS;
+  if (message.headers !== undefined && message.headers.length > 0) {
+    const h: Record<string, string> = {};
+    for (const header of message.headers) {
+      for (const [name, value] of Object.entries(header)) if (!(name in h)) h[name] = value.toString();
+    }
+    headers = h;
+  }
+  return {
+    topic: message.topic,
+    partition: message.partition,
+    offset: message.offset,
+    key: message.key === undefined || message.key === null ? null : typeof message.key === 'string' ? Buffer.from(message.key) : message.key,
+    value: message.value ?? null,
+    timestamp: message.timestamp ?? 0,
+    headers,
+  };
+}
+
+const NO_HEADERS: Headers = Object.freeze({});

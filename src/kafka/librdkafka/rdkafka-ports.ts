@@ -1,0 +1,87 @@
+/**
+ * Assembles the ports on librdkafka (@confluentinc/kafka-javascript's callback API): the group
+ * consumer and the instance's transactional producer (exactly-once v2, KIP-447) — the hot
+ * path. Topic administration, changelog restore reads and the at-least-once producer stay on
+ * kafkajs for now (start-up and recovery paths, not the steady state); committed offsets are
+ * read through the librdkafka consumer because it asks with require_stable (KIP-447): a
+ * transactional offset commit still in flight makes the broker answer "unstable, retry" instead
+ * of the previous offset, which would make a new owner re-process what the old one committed.
+ */
+import type { AdminPort, KafkaPorts } from '../../processing/ports.js';
+import { KafkaChangelogReader } from '../changelog-reader.js';
+import { createKafka, type KafkaClientOptions } from '../kafka-client.js';
+import { KafkaAdmin } from '../kafka-admin.js';
+import { createTaskProducerFactory } from '../task-producer-factory.js';
+import type { RdkafkaModule } from './native.js';
+import { RdkafkaGroupConsumer, type RdkafkaGroupConsumerOptions } from './rdkafka-group-consumer.js';
+import { RdkafkaStreamProducer } from './rdkafka-stream-producer.js';
+
+export interface RdkafkaPortsOptions extends KafkaClientOptions {
+  readonly consumer: Omit<RdkafkaGroupConsumerOptions, 'brokers' | 'clientId' | 'log'>;
+  /** The instance's transactional id (exactly-once v2). */
+  readonly transactionalId: string;
+  readonly transactionTimeoutMs?: number;
+}
+
+export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptions): KafkaPorts {
+  const kafka = createKafka(options);
+  const consumer = new RdkafkaGroupConsumer(rd, {
+    ...options.consumer,
+    brokers: options.brokers,
+    clientId: options.clientId,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  const streamProducer = new RdkafkaStreamProducer(rd, {
+    brokers: options.brokers,
+    clientId: `${options.clientId}-producer`,
+    transactionalId: options.transactionalId,
+    ...(options.transactionTimeoutMs === undefined ? {} : { transactionTimeoutMs: options.transactionTimeoutMs }),
+    consumer: () => consumer.native(),
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  const producers = createTaskProducerFactory(kafka, {
+    groupId: options.consumer.groupId,
+    ...(options.transactionTimeoutMs !== undefined ? { transactionTimeoutMs: options.transactionTimeoutMs } : {}),
+  });
+  const kafkaAdmin = new KafkaAdmin(kafka);
+  // One kafkajs admin call at a time: concurrent calls for different topics replace each
+  // other's targeted metadata (kafkajs-patches' targeted metadata) and a ListOffsets then finds
+  // no partition. Tasks opening at once under exactly-once v2 (no per-task InitProducerId to
+  // stagger them) made that happen at every start.
+  let chain: Promise<unknown> = Promise.resolve();
+  const serial = <T>(run: () => Promise<T>): Promise<T> => {
+    const result = chain.then(run, run);
+    chain = result.catch(() => undefined);
+    return result;
+  };
+  const admin: AdminPort = {
+    partitionCounts: (topics) => serial(() => kafkaAdmin.partitionCounts(topics)),
+    ensureTopics: (specs) => serial(() => kafkaAdmin.ensureTopics(specs)),
+    beginningOffsets: (topic) => serial(() => kafkaAdmin.beginningOffsets(topic)),
+    endOffsets: (topic) => serial(() => kafkaAdmin.endOffsets(topic)),
+    close: () => kafkaAdmin.close(),
+    async committedOffsets(groupId, topic) {
+      if (groupId !== options.consumer.groupId) return serial(() => kafkaAdmin.committedOffsets(groupId, topic));
+      const partitions = (await serial(() => kafkaAdmin.partitionCounts([topic]))).get(topic) ?? 0;
+      const committed = await consumer.committed(Array.from({ length: partitions }, (_v, partition) => ({ topic, partition })));
+      const result = new Map<number, number>();
+      for (let partition = 0; partition < partitions; partition += 1) {
+        const offset = committed.get(`${topic}\u0000${partition}`);
+        if (offset !== undefined) result.set(partition, offset);
+      }
+      return result;
+    },
+  };
+  const changelogReader = new KafkaChangelogReader(createKafka({ ...options, clientId: `${options.clientId}-restore` }), options.consumer.groupId);
+  return {
+    client: 'librdkafka',
+    consumer,
+    producers,
+    streamProducer,
+    admin,
+    changelogReader,
+    close: async () => {
+      await Promise.allSettled([consumer.stop(), streamProducer.close(), producers.close(), kafkaAdmin.close(), changelogReader.close()]);
+    },
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * The instance's one transactional producer on librdkafka (StreamProducerPort, exactly-once
+ * v2). Shape measured in docs/kafka-clients.md: idempotent, acks=all, a short linger so records
+ * of one commit cycle share batches, a large local queue, and NO delivery reports — in a
+ * transaction a successful commit is the acknowledgement of every record in it, and one
+ * JavaScript callback per record was the largest cost of the non-transactional loop.
+ *
+ * librdkafka's transactional calls are asynchronous (they run on libuv's pool), beginTransaction
+ * included, while produce() is a synchronous enqueue. So produce() enqueues straight into
+ * librdkafka once the transaction has begun and holds records in memory until then; the next
+ * transaction begins as soon as the previous one is settled, so that wait is short and rare.
+ *
+ * init() always builds a fresh client: after a failed commit librdkafka may be in an abortable
+ * or a fatal state (fenced), and InitProducerId on a new client settles both the same way.
+ */
+import type { KafkaConsumer, Producer } from '@confluentinc/kafka-javascript';
+import type { OutputRecord, StreamProducerPort, TopicPartitionOffset } from '../../processing/ports.js';
+import type { KafkaLogSink } from '../kafka-client.js';
+import type { RdkafkaModule } from './native.js';
+import { fromRdkafkaError } from './rdkafka-errors.js';
+
+export interface RdkafkaStreamProducerOptions {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly transactionalId: string;
+  /** transaction.timeout.ms; default 60 s, as kafkajs'. */
+  readonly transactionTimeoutMs?: number;
+  /**
+   * Timeout of each transactional call (init, offsets, commit, abort). Default 5 s: past it the
+   * commit counts as failed (outcome unknown) and the tasks roll back, e.g. while the broker is away.
+   */
+  readonly callTimeoutMs?: number;
+  /** The group consumer whose metadata (generation, member id) goes with the offsets (KIP-447). */
+  readonly consumer: () => KafkaConsumer;
+  readonly log?: KafkaLogSink;
+}
+
+type Callback = (err: unknown) => void;
+
+function call(run: (cb: Callback) => void, context: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    run((err) => (err ? reject(fromRdkafkaError(err, context)) : resolve()));
+  });
+}
+
+export class RdkafkaStreamProducer implements StreamProducerPort {
+  private producer: Producer | null = null;
+  /** Settles when the open transaction has begun; null while none is open. */
+  private begun: Promise<void> | null = null;
+  private began = false;
+  /** Records produced before the transaction had begun. */
+  private waiting: OutputRecord[] = [];
+  /** A record librdkafka refused at produce(): the transaction cannot commit. */
+  private produceError: unknown = null;
+  private closed = false;
+
+  constructor(private readonly rd: RdkafkaModule, private readonly options: RdkafkaStreamProducerOptions) {}
+
+  get transactionalId(): string {
+    return this.options.transactionalId;
+  }
+
+  private get timeout(): number {
+    return this.options.callTimeoutMs ?? 5_000;
+  }
+
+  async init(): Promise<void> {
+    if (this.closed) throw new TypeError('the stream producer is closed');
+    await this.dispose();
+    const producer = new this.rd.Producer({
+      'bootstrap.servers': this.options.brokers.join(','),
+      'client.id': this.options.clientId,
+      'transactional.id': this.options.transactionalId,
+      'enable.idempotence': true,
+      acks: -1,
+      'linger.ms': 5,
+      'queue.buffering.max.messages': 1_000_000,
+      'transaction.timeout.ms': this.options.transactionTimeoutMs ?? 60_000,
+      // Java's default partitioner for keyed records (murmur2), which query routing computes too.
+      partitioner: 'murmur2_random',
+      dr_cb: false,
+    });
+    producer.on('event.error', (err) => this.options.log?.debug({ err, transactionalId: this.transactionalId }, 'librdkafka producer error (retried by librdkafka)'));
+    this.producer = producer;
+    const context = `init producer ${this.transactionalId}`;
+    await call((cb) => producer.connect({ timeout: this.timeout }, (err) => cb(err)), context);
+    await call((cb) => producer.initTransactions(this.timeout, cb), context);
+    this.begin();
+  }
+
+  private begin(): void {
+    const producer = this.producer;
+    if (producer === null || this.begun !== null) return;
+    this.began = false;
+    this.produceError = null;
+    this.begun = call((cb) => producer.beginTransaction(cb), `begin transaction ${this.transactionalId}`).then(() => {
+      this.began = true;
+      const waiting = this.waiting;
+      this.waiting = [];
+      this.enqueue(producer, waiting);
+    });
+    // Surfaced by sendOffsets()/commit(); never an unhandled rejection.
+    this.begun.catch(() => undefined);
+  }
+
+  produce(records: readonly OutputRecord[]): void {
+    const producer = this.producer;
+    if (producer === null) throw new TypeError('produce() before init()');
+    if (this.begun === null) this.begin();
+    if (!this.began) {
+      for (const record of records) this.waiting.push(record);
+      return;
+    }
+    this.enqueue(producer, records);
+  }
+
+  private enqueue(producer: Producer, records: readonly OutputRecord[]): void {
+    if (this.produceError !== null) return;
+    try {
+      for (const r of records) {
+        const headers = r.headers === undefined ? undefined : Object.entries(r.headers).map(([key, value]) => ({ [key]: value }));
+        producer.produce(r.topic, r.partition ?? null, r.value, r.key ?? undefined, r.timestamp ?? null, undefined, headers);
+      }
+    } catch (error) {
+      this.produceError = error;
+    }
+  }
+
+  private async open(): Promise<Producer> {
+    const producer = this.producer;
+    if (producer === null) throw new TypeError('the stream producer is not initialised');
+    if (this.begun === null) this.begin();
+    await this.begun;
+    if (this.produceError !== null) throw fromRdkafkaError(this.produceError, `produce in transaction ${this.transactionalId}`);
+    return producer;
+  }
+
+  async sendOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
+    if (offsets.length === 0) return;
+    const producer = await this.open();
+    const consumer = this.options.consumer();
+    await call((cb) => producer.sendOffsetsToTransaction(offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset })), consumer, this.timeout, cb), `send offsets in transaction ${this.transactionalId}`);
+  }
+
+  async commit(): Promise<void> {
+    const producer = await this.open();
+    try {
+      await call((cb) => producer.commitTransaction(this.timeout, cb), `commit transaction ${this.transactionalId}`);
+    } finally {
+      this.begun = null;
+    }
+    this.begin();
+  }
+
+  async abort(): Promise<void> {
+    const producer = this.producer;
+    const begun = this.begun;
+    this.begun = null;
+    this.waiting = [];
+    if (producer === null || begun === null) return;
+    try {
+      await begun;
+      await call((cb) => producer.abortTransaction(this.timeout, cb), `abort transaction ${this.transactionalId}`);
+    } catch {
+      // init() settles it: a new InitProducerId aborts whatever is open.
+    }
+  }
+
+  private async dispose(): Promise<void> {
+    const producer = this.producer;
+    this.producer = null;
+    this.begun = null;
+    this.began = false;
+    this.waiting = [];
+    if (producer === null) return;
+    await new Promise<void>((resolve) => {
+      try {
+        producer.disconnect(1_000, () => resolve());
+      } catch {
+        resolve();
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.dispose();
+  }
+}

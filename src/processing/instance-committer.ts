@@ -1,0 +1,196 @@
+/**
+ * Exactly-once v2 (KIP-447): every task of the instance commits in ONE Kafka transaction of
+ * ONE producer, as a Kafka Streams stream thread does, and processing never waits for it.
+ *
+ * A commit cycle:
+ *   1. cut every task with uncommitted work (synchronous: caches flushed, store writes
+ *      captured, input positions taken, output handed over — TaskCut);
+ *   2. produce the cuts' output into the open transaction; 3. add all input offsets with the
+ *      consumer's group metadata; 4. commit the Kafka transaction;
+ *   5. write each task's captured batch, changelog offsets and Position to the store in one
+ *      atomic batch per task (the changelog offsets counted, StreamTask.completeCut).
+ * Between 1 and 5 the tasks go on processing into fresh write batches and output buffers: the
+ * captured batches stay readable as the store's `committing` layer, and the output waits in
+ * memory for the next transaction (nothing can be produced into a transaction that is
+ * committing). The next cycle starts once this one is done; requests meanwhile coalesce into it.
+ *
+ * A crash anywhere before 4 aborts the transaction (the restarted instance's InitProducerId
+ * does it) and leaves every store untouched; between 4 and 5 the stored changelog offsets are
+ * behind and restore replays the committed tail: no wipe, no duplicate, no loss — the same
+ * argument as the per-task protocol (stream-task.ts), with one transaction instead of N.
+ *
+ * A failed cycle (fenced by a newer generation, a broker gone, a record refused) has an unknown
+ * outcome: the tasks of the cut are rolled back to their last commit and re-opened by the
+ * caller (onFailed), and the producer is initialised again before anything else is produced.
+ * Tasks that were not in the cut keep their state: their output since waits for the next
+ * transaction.
+ */
+import type { StreamProducerPort, TopicPartitionOffset } from './ports.js';
+import type { CommitStep, StreamTask, TaskCut, TaskLogger } from './stream-task.js';
+
+export interface InstanceCommitOutcome {
+  readonly tasks: number;
+  readonly records: number;
+  readonly durationMs: number;
+  readonly phasesMs: { readonly send: number; readonly offsets: number; readonly kafkaCommit: number; readonly storeCommit: number };
+}
+
+export interface InstanceCommitterDeps {
+  readonly producer: StreamProducerPort;
+  /** The tasks that may have uncommitted work (the assigned ones). */
+  readonly tasks: () => Iterable<StreamTask>;
+  readonly clock: () => number;
+  readonly logger: TaskLogger;
+  readonly onCommit?: (outcome: InstanceCommitOutcome) => void;
+  readonly onCommitStep?: (step: CommitStep, taskId: string) => void;
+  /** The cycle failed: roll these tasks back and re-open them (TaskRecovery). */
+  readonly onFailed: (tasks: readonly StreamTask[], error: unknown) => Promise<void>;
+}
+
+interface Waiter {
+  resolve(): void;
+}
+
+export class InstanceCommitter {
+  private running = false;
+  /** Callers waiting for a cycle that starts after their request. */
+  private waiting: Waiter[] = [];
+  /** Tasks to include in the next cycle although they left the assignment (revoked, closing). */
+  private readonly extra = new Set<StreamTask>();
+  private needsInit = true;
+  private initializing: Promise<void> | null = null;
+  /** When the last cycle started (for the commit interval). */
+  lastCycleAt = 0;
+
+  constructor(private readonly deps: InstanceCommitterDeps) {}
+
+  get committing(): boolean {
+    return this.running;
+  }
+
+  /**
+   * InitProducerId, once before the first task opens and again after a failed cycle; opening
+   * tasks await it (it fences the instance's previous incarnation and settles its transaction
+   * before any committed offset is read). Concurrent callers share one attempt.
+   */
+  ready(): Promise<void> {
+    if (!this.needsInit) return Promise.resolve();
+    this.initializing ??= (async () => {
+      try {
+        await this.deps.producer.init();
+        this.needsInit = false;
+      } finally {
+        this.initializing = null;
+      }
+    })();
+    return this.initializing;
+  }
+
+  /**
+   * Commits every task with uncommitted work (and `extra` tasks that left the assignment).
+   * Resolves once a cycle that started after this call has finished, whatever its outcome:
+   * failures are handed to onFailed, never thrown here.
+   */
+  request(extra: readonly StreamTask[] = []): Promise<void> {
+    for (const task of extra) this.extra.add(task);
+    const done = new Promise<void>((resolve) => this.waiting.push({ resolve }));
+    if (!this.running) void this.drive();
+    return done;
+  }
+
+  private async drive(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.waiting.length > 0) {
+        const served = this.waiting;
+        this.waiting = [];
+        try {
+          await this.cycle();
+        } catch (error) {
+          // cycle() hands failures to onFailed; anything here is a bug in a callback.
+          this.deps.logger.warn({ err: error }, 'commit cycle failed unexpectedly');
+        }
+        for (const waiter of served) waiter.resolve();
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async cycle(): Promise<void> {
+    const { producer, clock } = this.deps;
+    const candidates = new Set<StreamTask>(this.extra);
+    this.extra.clear();
+    for (const task of this.deps.tasks()) candidates.add(task);
+    const dirty = [...candidates].filter((task) => task.state === 'RUNNING' && task.hasUncommitted());
+    if (dirty.length === 0) return;
+    if (this.needsInit) {
+      try {
+        await this.ready();
+      } catch (error) {
+        // The broker may be away: the work stays uncommitted (back-pressure bounds it) and the
+        // next cycle tries again.
+        this.deps.logger.warn({ err: error }, 'the instance producer could not be initialised; commits wait');
+        return;
+      }
+    }
+    const started = clock();
+    this.lastCycleAt = started;
+    const cuts: TaskCut[] = [];
+    for (const task of dirty) {
+      const cut = task.cut();
+      if (cut !== null) cuts.push(cut);
+    }
+    if (cuts.length === 0) return;
+    const step = (s: CommitStep): void => {
+      if (this.deps.onCommitStep !== undefined) for (const cut of cuts) this.deps.onCommitStep(s, cut.task.id);
+    };
+    step('after-flush');
+    let sent = started;
+    let offsetsAdded = started;
+    try {
+      const offsets: TopicPartitionOffset[] = [];
+      for (const cut of cuts) {
+        producer.produce(cut.output);
+        offsets.push(...cut.offsets);
+      }
+      step('after-send');
+      sent = clock();
+      await producer.sendOffsets(offsets);
+      step('after-send-offsets');
+      offsetsAdded = clock();
+      await producer.commit();
+    } catch (error) {
+      this.needsInit = true;
+      for (const cut of cuts) cut.store.abandon();
+      // No abort here: the next ready() initialises the producer afresh, and its InitProducerId
+      // aborts whatever this transaction left open (an abort would only wait on a broker that
+      // may be gone, while the tasks hold uncommitted work).
+      await this.deps.onFailed(cuts.map((cut) => cut.task), error);
+      return;
+    }
+    step('after-kafka-commit');
+    const kafkaCommitted = clock();
+    const writes = await Promise.allSettled(cuts.map((cut) => cut.task.completeCut(cut, kafkaCommitted)));
+    const failed: StreamTask[] = [];
+    let firstError: unknown;
+    writes.forEach((write, i) => {
+      if (write.status === 'rejected') {
+        failed.push(cuts[i]!.task);
+        firstError ??= write.reason;
+      }
+    });
+    // A store that could not write what Kafka committed: restore replays it from the changelog.
+    if (failed.length > 0) await this.deps.onFailed(failed, firstError);
+    step('after-store-commit');
+    const storeCommitted = clock();
+    let records = 0;
+    for (const cut of cuts) records += cut.records;
+    this.deps.onCommit?.({
+      tasks: cuts.length,
+      records,
+      durationMs: storeCommitted - started,
+      phasesMs: { send: sent - started, offsets: offsetsAdded - sent, kafkaCommit: kafkaCommitted - offsetsAdded, storeCommit: storeCommitted - kafkaCommitted },
+    });
+  }
+}

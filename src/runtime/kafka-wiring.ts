@@ -1,0 +1,74 @@
+/**
+ * Builds the runtime's Kafka ports from its options: picks the client (select-kafka-client.ts),
+ * logs the choice once, and wires either adapter with the same group settings. The one place
+ * where runtime options meet a Kafka client's configuration.
+ */
+import type { Logger } from 'pino';
+import { createRdkafkaPorts } from '../kafka/librdkafka/rdkafka-ports.js';
+import { createKafkaPorts } from '../kafka/kafka-ports.js';
+import { selectKafkaClient } from '../kafka/select-kafka-client.js';
+import type { KafkaPorts } from '../processing/ports.js';
+import { planSubTopologies } from '../processing/sub-topology-plan.js';
+import type { Topology } from '../processing/topology.js';
+import { groupMemberOptions } from './group-member-file.js';
+import { instanceIdFor } from './instance-id.js';
+import { sourceTopicGroups } from './prepare-topics.js';
+import type { RuntimeOptions } from './runtime-options.js';
+
+export interface KafkaWiring {
+  readonly options: RuntimeOptions;
+  readonly topology: Topology;
+  readonly advertisedUrl: string | undefined;
+  readonly logger: Logger;
+}
+
+export function createRuntimePorts({ options: o, topology, advertisedUrl, logger }: KafkaWiring): KafkaPorts {
+  const groups = sourceTopicGroups(topology, o.applicationId);
+  const selected = selectKafkaClient(o.kafkaClient, {
+    routing: advertisedUrl !== undefined,
+    coPartitioned: planSubTopologies(topology, o.applicationId).some((plan) => plan.sourceTopics.length > 1),
+  });
+  logger.info({ kafkaClient: selected.client, reason: selected.reason }, `Kafka client: ${selected.client}`);
+  const log = logger.child({ component: selected.client });
+  const group = {
+    groupId: o.applicationId,
+    topics: groups.flat(),
+    sessionTimeoutMs: o.sessionTimeoutMs,
+    heartbeatIntervalMs: o.heartbeatIntervalMs,
+    rebalanceTimeoutMs: o.rebalanceTimeoutMs,
+    maxWaitTimeMs: o.maxWaitTimeMs,
+  };
+  if (selected.client === 'librdkafka') {
+    const instanceId = instanceIdFor(o.stateDir);
+    if (o.stateDir !== undefined) {
+      logger.info({ groupInstanceId: `${o.applicationId}-${instanceId}` }, 'static group membership: a restart on this state directory takes its place in the group back at once');
+    }
+    return createRdkafkaPorts(selected.module, {
+      brokers: o.brokers,
+      clientId: o.clientId,
+      logLevel: o.kafkaLogLevel,
+      log,
+      transactionTimeoutMs: o.transactionTimeoutMs ?? 10_000,
+      transactionalId: `${o.applicationId}-${instanceId}`,
+      // Static membership only where the id survives a restart (a state directory): a fresh
+      // id per start would leave a crashed member holding its partitions until its session ends.
+      consumer: { ...group, ...(o.stateDir === undefined ? {} : { groupInstanceId: `${o.applicationId}-${instanceId}` }) },
+    });
+  }
+  return createKafkaPorts({
+    brokers: o.brokers,
+    clientId: o.clientId,
+    logLevel: o.kafkaLogLevel,
+    log,
+    transactionTimeoutMs: o.transactionTimeoutMs ?? 60_000,
+    consumer: {
+      ...group,
+      taskGroups: groups,
+      maxBytesPerPartition: o.fetchMaxBytesPerPartition,
+      maxBytes: o.fetchMaxBytes,
+      ...(advertisedUrl === undefined ? {} : { advertisedUrl }),
+      onOwnersError: (error) => logger.warn({ err: error }, 'learning the partition owners (describeGroup) failed; routing waits for the next rebalance'),
+      ...(o.stateDir === undefined ? {} : groupMemberOptions(o.stateDir, o.applicationId, logger)),
+    },
+  });
+}

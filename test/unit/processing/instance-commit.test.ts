@@ -1,0 +1,130 @@
+/**
+ * Exactly-once v2 on fake ports: every task commits in the instance's one transaction, and
+ * processing goes on while it commits (InstanceCommitter).
+ */
+import { describe, expect, it } from 'vitest';
+import { serdes } from '../../../src/store/serdes.js';
+import { COMMIT_STEPS } from '../../../src/processing/stream-task.js';
+import type { FakeStreamProducer } from './fake-kafka.js';
+import { send, type Harness } from './manager-harness.js';
+import { brokerWithTopics, countTopology, harnessesClosedAfterEach, waitFor } from './processing-fixture.js';
+
+const harnesses = harnessesClosedAfterEach();
+
+async function startTwoPartitions(): Promise<Harness & { producer: FakeStreamProducer }> {
+  const h = await harnesses.start({ topology: countTopology(), partitions: 2, broker: brokerWithTopics(['in', 'out'], 2), eosV2: true });
+  h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'in', partition: 1 }]);
+  await h.manager.control.idle();
+  await waitFor(() => h.manager.localTasks().every((t) => t.state === 'RUNNING'));
+  const producer = h.ports.streamProducer;
+  if (producer === undefined) throw new TypeError('eosV2 harness without a stream producer');
+  return Object.assign(h, { producer });
+}
+
+/** The committed counts of `key` on the output topic, in order (one key lands in one partition). */
+function outputCounts(h: Harness, key: string): number[] {
+  return [0, 1].flatMap((partition) => h.broker.readCommitted('out', partition, 0).records)
+    .filter((r) => r.key?.toString() === key)
+    .map((r) => serdes.int32.deserialize(r.value as Buffer));
+}
+
+describe('exactly-once v2: one transaction for the instance', () => {
+  it('commits the work of every task in one transaction, with the input offsets of all of them', async () => {
+    const h = await startTwoPartitions();
+    for (let i = 0; i < 3; i += 1) send(h.broker, 'in', 0, 'a', `x${i}`);
+    for (let i = 0; i < 2; i += 1) send(h.broker, 'in', 1, 'b', `y${i}`);
+    await h.pump();
+    h.broker.calls.length = 0;
+    await h.commitAll();
+
+    expect(h.broker.calls.filter((c) => c === 'commit')).toEqual(['commit']); // one transaction, not one per task
+    expect(h.producer.committedSizes).toEqual([10]); // 5 changelog + 5 output records
+    expect(h.commits).toEqual([5]);
+    expect(h.broker.groupOffsets.get('app:in:0')).toBe(3);
+    expect(h.broker.groupOffsets.get('app:in:1')).toBe(2);
+    expect(await h.counts('counts', 0)).toEqual(new Map([['a', 3]]));
+    expect(await h.counts('counts', 1)).toEqual(new Map([['b', 2]]));
+    expect(outputCounts(h, 'a')).toEqual([1, 2, 3]);
+    expect(outputCounts(h, 'b')).toEqual([1, 2]);
+    // Every step of the protocol is reached by each task of the cut, in order.
+    for (const id of ['0_0', '0_1']) expect(h.steps.filter((s) => s.startsWith(`${id}:`))).toEqual(COMMIT_STEPS.map((s) => `${id}:${s}`));
+  });
+
+  it('keeps processing while the transaction commits; what it processed meanwhile goes into the next one', async () => {
+    const h = await startTwoPartitions();
+    send(h.broker, 'in', 0, 'a', 'x0');
+    await h.pump();
+    let release!: () => void;
+    h.producer.hold = new Promise((resolve) => { release = resolve; });
+    const first = h.commitAll();
+    await waitFor(() => h.steps.includes('0_0:after-send-offsets'));
+
+    // The commit is in flight: new records are processed at once, into fresh write batches.
+    send(h.broker, 'in', 0, 'a', 'x1');
+    send(h.broker, 'in', 0, 'a', 'x2');
+    await h.pump();
+    expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 3]]));
+    expect(await h.counts('counts', 0, true)).toEqual(new Map()); // nothing committed yet
+    expect(outputCounts(h, 'a')).toEqual([]);
+
+    h.producer.hold = null;
+    release();
+    await first;
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['a', 1]])); // exactly the cut
+    expect(h.broker.groupOffsets.get('app:in:0')).toBe(1);
+    expect(outputCounts(h, 'a')).toEqual([1]);
+
+    await h.commitAll();
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['a', 3]]));
+    expect(h.broker.groupOffsets.get('app:in:0')).toBe(3);
+    expect(outputCounts(h, 'a')).toEqual([1, 2, 3]);
+    expect(h.producer.committedSizes).toEqual([2, 4]);
+  });
+
+  it('stores the changelog end it counted, equal to the broker\'s (commit marker included)', async () => {
+    const h = await startTwoPartitions();
+    for (let round = 0; round < 3; round += 1) {
+      send(h.broker, 'in', 0, `k${round}`, 'v');
+      send(h.broker, 'in', 0, 'a', 'v');
+      await h.pump();
+      await h.commitAll();
+      const task = h.manager.localTasks().find((t) => t.partition === 0);
+      // The fake broker has no markers: its log length plus one per committed transaction is Kafka's end.
+      const logLength = h.broker.logs.get('app-counts-changelog')?.[0]?.length ?? 0;
+      expect(task?.stores?.changelogOffsets()).toEqual({ counts: logLength + round + 1 });
+    }
+  });
+
+  it('rolls back every task of a failed transaction and re-processes from the committed offsets, exactly once', async () => {
+    const h = await startTwoPartitions();
+    send(h.broker, 'in', 0, 'a', 'x0');
+    send(h.broker, 'in', 1, 'b', 'y0');
+    await h.pump();
+    await h.commitAll();
+
+    send(h.broker, 'in', 0, 'a', 'x1');
+    send(h.broker, 'in', 1, 'b', 'y1');
+    await h.pump();
+    h.failures.commit = true;
+    await h.commitAll();
+    h.failures.commit = false;
+    // Both tasks were in the failed transaction: rolled back to their last commit, then re-opened.
+    expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
+    expect(await h.counts('counts', 1, false)).toEqual(new Map([['b', 1]]));
+    await waitFor(() => h.manager.localTasks().every((t) => t.state === 'RUNNING'));
+
+    await h.pump();
+    await h.commitAll();
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['a', 2]]));
+    expect(await h.counts('counts', 1, true)).toEqual(new Map([['b', 2]]));
+    // The aborted transaction's output is never read; each update is there once.
+    expect(outputCounts(h, 'a')).toEqual([1, 2]);
+    expect(outputCounts(h, 'b')).toEqual([1, 2]);
+    expect(h.fatal).toEqual([]);
+  });
+
+  it('initialises the instance producer once for all tasks, before any task reads its offsets', async () => {
+    const h = await startTwoPartitions();
+    expect(h.broker.calls.filter((c) => c.startsWith('init:'))).toEqual(['init:app-instance-1']);
+  });
+});
