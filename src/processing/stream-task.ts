@@ -93,16 +93,16 @@ export interface CommitOutcome {
 }
 
 export class StreamTask {
-  state: TaskState = 'CREATED';
+  private currentState: TaskState = 'CREATED';
   readonly id: string;
   readonly partition: number;
   readonly sourcePartitions: readonly TopicPartition[];
-  producer: TaskProducer | null = null;
-  stores: TaskStores | null = null;
+  private attachedProducer: TaskProducer | null = null;
+  private attachedStores: TaskStores | null = null;
   /** Set once the assignment no longer includes this task: it takes no more records. */
-  revoked = false;
-  committing = false;
-  lastCommitAt = 0;
+  private isRevoked = false;
+  private isCommitting = false;
+  private lastCommit = 0;
   /** Next input offset expected per source topic (the consumed position, committed at the next commit). */
   readonly nextOffsets = new Map<string, number>();
 
@@ -118,7 +118,7 @@ export class StreamTask {
   private readonly nodes: TaskNodeRunner;
   private dirty = false;
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
-  rollback: { record: InputRecord; error: unknown } | null = null;
+  private pendingRollback: { record: InputRecord; error: unknown } | null = null;
   private unsubscribeFlush: (() => void) | null = null;
 
   constructor(private readonly config: StreamTaskConfig) {
@@ -138,14 +138,68 @@ export class StreamTask {
     });
   }
 
+  /** Where the task is in its lifecycle (task-state.ts); changed only through the methods below. */
+  get state(): TaskState {
+    return this.currentState;
+  }
+
+  get producer(): TaskProducer | null {
+    return this.attachedProducer;
+  }
+
+  get stores(): TaskStores | null {
+    return this.attachedStores;
+  }
+
+  /** The assignment no longer includes this task (or its member lost it): it takes no more records and is not re-opened. */
+  get revoked(): boolean {
+    return this.isRevoked;
+  }
+
+  /** Exactly-once v1: the task's own commit is in flight (it processes nothing meanwhile). */
+  get committing(): boolean {
+    return this.isCommitting;
+  }
+
+  get lastCommitAt(): number {
+    return this.lastCommit;
+  }
+
+  /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
+  get rollback(): { readonly record: InputRecord; readonly error: unknown } | null {
+    return this.pendingRollback;
+  }
+
+  /** Leaves the assignment: no more records, no re-open. */
+  revoke(): void {
+    this.isRevoked = true;
+  }
+
+  /** Assigned again after it was lost (exactly-once v2, onRevoked with `lost`). */
+  reassign(): void {
+    this.isRevoked = false;
+  }
+
+  /**
+   * Rolls back to the last commit and waits SUSPENDED: everything uncommitted is dropped, and the
+   * producer is handed to the caller to discard (TaskRecovery, a lost assignment).
+   */
+  rollBackAndSuspend(): TaskProducer | null {
+    const producer = this.attachedProducer;
+    this.attachedProducer = null;
+    this.dropUncommitted();
+    if (this.currentState === 'RUNNING' || this.currentState === 'RESTORING') this.transitionTo('SUSPENDED');
+    return producer;
+  }
+
   transitionTo(to: TaskState): void {
-    this.state = transition(this.id, this.state, to);
+    this.currentState = transition(this.id, this.currentState, to);
   }
 
   /** Attaches the opened stores and producer (on open, or again after re-initialisation). */
   attach(producer: TaskProducer, stores: TaskStores): void {
-    this.producer = producer;
-    this.stores = stores;
+    this.attachedProducer = producer;
+    this.attachedStores = stores;
     this.nodes.forgetStores();
     this.unsubscribeFlush?.();
     this.unsubscribeFlush = stores.onFlush((changes) => this.onFlushed(changes));
@@ -155,8 +209,8 @@ export class StreamTask {
     const detached = { producer: this.producer, stores: this.stores };
     this.unsubscribeFlush?.();
     this.unsubscribeFlush = null;
-    this.producer = null;
-    this.stores = null;
+    this.attachedProducer = null;
+    this.attachedStores = null;
     this.dropUncommitted();
     return detached;
   }
@@ -166,7 +220,7 @@ export class StreamTask {
     this.nextOffsets.clear();
     for (const [topic, offset] of offsets) this.nextOffsets.set(topic, offset);
     this.inbox.clear();
-    this.lastCommitAt = now;
+    this.lastCommit = now;
   }
 
   /**
@@ -223,7 +277,7 @@ export class StreamTask {
       if (error instanceof FatalTaskError) throw error;
       if (this.output.sentInTxn && this.config.processingErrors !== 'fail') {
         // Records of this transaction are already in Kafka: abort it first (async, rollbackAndReplay).
-        this.rollback = { record, error };
+        this.pendingRollback = { record, error };
         return;
       }
       this.onProcessorError(record, error);
@@ -296,7 +350,7 @@ export class StreamTask {
     await this.output.settle();
     await this.producer?.abort();
     this.output.reset();
-    this.rollback = null;
+    this.pendingRollback = null;
     this.onProcessorError(pending.record, pending.error);
     this.nextOffsets.set(pending.record.topic, pending.record.offset + 1);
     this.dirty = true;
@@ -335,7 +389,7 @@ export class StreamTask {
       return { committed: false, records: 0, durationMs: 0 };
     }
     const step = (s: CommitStep): void => this.config.onCommitStep?.(s, this.id);
-    this.committing = true;
+    this.isCommitting = true;
     try {
       const records = this.txnRecords.length;
       this.flushAll();
@@ -363,7 +417,7 @@ export class StreamTask {
       this.skipOffsets.clear();
       this.output.reset();
       this.dirty = false;
-      this.lastCommitAt = clock();
+      this.lastCommit = clock();
       return {
         committed: true,
         records,
@@ -371,7 +425,7 @@ export class StreamTask {
         phasesMs: { send: sent - started, offsets: offsetsAdded - sent, kafkaCommit: kafkaCommitted - offsetsAdded, storeCommit: storeCommitted - kafkaCommitted },
       };
     } finally {
-      this.committing = false;
+      this.isCommitting = false;
     }
   }
 
@@ -424,7 +478,7 @@ export class StreamTask {
       offsets[store] = (offsets[store] ?? 0) + count + 1;
     }
     await cut.store.write(offsets);
-    this.lastCommitAt = now;
+    this.lastCommit = now;
   }
 
   /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */

@@ -19,6 +19,7 @@
 import type { StoreEngine } from '../store/types.js';
 import { IqgateError } from '../errors.js';
 import { ControlQueue } from './control-queue.js';
+import { discardProducer } from './discard-producer.js';
 import { InstanceCommitter, type InstanceCommitOutcome } from './instance-committer.js';
 import type { ConsumerHandlers, InputRecord, KafkaPorts, TaskProducer, TopicPartition } from './ports.js';
 import type { ProcessingOptions } from './processing-options.js';
@@ -48,6 +49,15 @@ export interface TaskManagerEvents {
   onFatal(error: unknown): void;
 }
 
+export type ManagerState = 'RUNNING' | 'STOPPING' | 'FAILED';
+
+/** The task manager's own lifecycle (its tasks have theirs: task-state.ts). */
+export const MANAGER_TRANSITIONS: Readonly<Record<ManagerState, readonly ManagerState[]>> = {
+  RUNNING: ['STOPPING', 'FAILED'],
+  STOPPING: ['FAILED'],
+  FAILED: [],
+};
+
 export interface TaskManagerDeps {
   readonly topology: Topology;
   readonly options: ProcessingOptions;
@@ -72,8 +82,7 @@ export class TaskManager implements ConsumerHandlers {
   readonly control: ControlQueue;
   private loopScheduled = false;
   private commitTimer: NodeJS.Timeout | null = null;
-  private stopping = false;
-  private failed = false;
+  private lifecycle: ManagerState = 'RUNNING';
   /** The steps of opening and closing a task. */
   private readonly opener: TaskOpener;
   /** What follows a failed commit, open or rollback: back-off and re-open. */
@@ -133,6 +142,32 @@ export class TaskManager implements ConsumerHandlers {
         if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.requestOpen(task);
       },
     });
+  }
+
+  /**
+   * RUNNING: tasks open, process and commit. STOPPING: no new records, commits or opens are
+   * scheduled (a graceful stop commits and closes what is there). FAILED: a fatal error, or a stop
+   * that timed out: nothing more is committed. Illegal transitions throw (MANAGER_TRANSITIONS).
+   */
+  get state(): ManagerState {
+    return this.lifecycle;
+  }
+
+  private moveTo(to: ManagerState): void {
+    if (this.lifecycle === to) return;
+    if (!MANAGER_TRANSITIONS[this.lifecycle].includes(to)) {
+      throw new IqgateError('ILLEGAL_STATE_TRANSITION', `task manager: illegal transition ${this.lifecycle} → ${to}`);
+    }
+    this.lifecycle = to;
+  }
+
+  /** No more records, commits or opens are scheduled (stopping or failed). */
+  private get stopping(): boolean {
+    return this.lifecycle !== 'RUNNING';
+  }
+
+  private get failed(): boolean {
+    return this.lifecycle === 'FAILED';
   }
 
   /** Failed commit/open attempts of a task since its last commit or new assignment (its back-off grows with them). */
@@ -216,17 +251,14 @@ export class TaskManager implements ConsumerHandlers {
     }
     if (lost) {
       for (const task of revoked) {
-        task.revoked = true; // takes no records and is not re-opened until assigned again
+        task.revoke(); // takes no records and is not re-opened until assigned again
         this.backpressured.delete(task);
-        if (task.state === 'RUNNING' || task.state === 'RESTORING') {
-          task.dropUncommitted();
-          task.transitionTo('SUSPENDED');
-        }
+        void discardProducer(task.rollBackAndSuspend());
       }
       return;
     }
     for (const task of revoked) {
-      task.revoked = true;
+      task.revoke();
       this.tasks.delete(task.id);
       for (const tp of task.sourcePartitions) this.taskOfPartition.delete(key(tp));
       this.backpressured.delete(task);
@@ -255,7 +287,7 @@ export class TaskManager implements ConsumerHandlers {
     }
     for (const [id, task] of [...this.tasks]) {
       if (wanted.has(id)) continue;
-      task.revoked = true;
+      task.revoke();
       this.tasks.delete(id);
       for (const tp of task.sourcePartitions) this.taskOfPartition.delete(key(tp));
       this.backpressured.delete(task);
@@ -266,7 +298,7 @@ export class TaskManager implements ConsumerHandlers {
       const existing = this.tasks.get(id);
       if (existing !== undefined && existing.revoked) {
         // Lost with its member's session (onRevoked), assigned again: re-open from what is committed.
-        existing.revoked = false;
+        existing.reassign();
         consumer.pause(existing.sourcePartitions);
         this.recovery.resetAttempts(existing.id);
         this.requestOpen(existing);
@@ -476,14 +508,14 @@ export class TaskManager implements ConsumerHandlers {
 
   private fail(error: unknown): void {
     if (this.failed) return;
-    this.failed = true;
+    this.moveTo('FAILED');
     this.deps.logger.error({ err: error }, error instanceof FatalTaskError ? 'processing failed (policy "fail")' : 'task manager failed');
     this.deps.events.onFatal(error);
   }
 
   /** Stops taking fetched records and scheduling commits (the interval timer, the uncommitted-bytes limit). */
   private stopScheduling(): void {
-    this.stopping = true;
+    if (!this.failed) this.moveTo('STOPPING');
     if (this.commitTimer !== null) clearInterval(this.commitTimer);
     this.unsubscribeCommitNeeded?.();
   }
@@ -533,7 +565,7 @@ export class TaskManager implements ConsumerHandlers {
    */
   abandon(): void {
     this.stopScheduling();
-    this.failed = true;
+    this.moveTo('FAILED');
     this.recovery.clearRetryTimers();
   }
 

@@ -55,10 +55,7 @@ export class TaskRecovery {
     const attempts = (this.failures.get(task.id) ?? 0) + 1;
     this.failures.set(task.id, attempts);
     this.deps.logger.warn({ taskId: task.id, err: error, fenced, attempts }, 'commit failed: task rolled back and will be re-initialised');
-    const producer = task.producer;
-    task.producer = null;
-    task.dropUncommitted();
-    if (task.state === 'RUNNING' || task.state === 'RESTORING') task.transitionTo('SUSPENDED');
+    const producer = task.rollBackAndSuspend();
     this.deps.ports.consumer.pause(task.sourcePartitions);
     await discardProducer(producer);
     // Fenced under the assignment we opened with: we are probably a zombie that has not noticed

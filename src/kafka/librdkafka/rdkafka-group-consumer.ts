@@ -157,7 +157,9 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       if (this.assigned.has(k) && (gate === undefined || seq > gate.gate)) {
         const records: InputRecord[] = new Array<InputRecord>(end - start);
         for (let i = start; i < end; i += 1) records[i - start] = toInputRecord(messages[i]!);
-        handlers.onBatch({ topic: first.topic, partition: first.partition }, records);
+        // Refused (the task is not running): the fetch position goes back to the batch's first
+        // record, as the port promises — librdkafka's position has already moved past it.
+        if (!handlers.onBatch({ topic: first.topic, partition: first.partition }, records)) this.seek({ topic: first.topic, partition: first.partition, offset: first.offset });
       }
       start = end;
     }
@@ -271,6 +273,11 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     } catch (error) {
       this.options.log?.debug({ err: error }, 'librdkafka: resume failed');
     }
+  }
+
+  /** Connected to the cluster (run() has been called and not stopped). */
+  connected(): boolean {
+    return this.consumer.isConnected();
   }
 
   /** The group's committed offsets for these partitions, read with require_stable (KIP-447: pending transactional offsets wait). */

@@ -61,7 +61,9 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     endOffsets: (topic) => serial(() => kafkaAdmin.endOffsets(topic)),
     close: () => kafkaAdmin.close(),
     async committedOffsets(groupId, topic) {
-      if (groupId !== options.consumer.groupId) return serial(() => kafkaAdmin.committedOffsets(groupId, topic));
+      // Before the consumer runs (nothing of this instance can be in a transaction yet), or for
+      // another group: kafkajs' OffsetFetch, which has no require_stable.
+      if (groupId !== options.consumer.groupId || !consumer.connected()) return serial(() => kafkaAdmin.committedOffsets(groupId, topic));
       const partitions = (await serial(() => kafkaAdmin.partitionCounts([topic]))).get(topic) ?? 0;
       const committed = await consumer.committed(Array.from({ length: partitions }, (_v, partition) => ({ topic, partition })));
       const result = new Map<number, number>();
