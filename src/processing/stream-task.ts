@@ -287,11 +287,14 @@ export class StreamTask {
   }
 
   private processRecord(record: InputRecord): void {
-    const skipKey = `${record.topic}:${record.offset}`;
-    if (this.skipOffsets.has(skipKey)) {
-      const deadLetter = this.skipOffsets.get(skipKey);
-      if (deadLetter != null) this.output.push(deadLetter); // the replayed transaction must carry it again
-      return;
+    // Only while replaying after a processor error (a key string per record costs on the hot path).
+    if (this.skipOffsets.size > 0) {
+      const skipKey = `${record.topic}:${record.offset}`;
+      if (this.skipOffsets.has(skipKey)) {
+        const deadLetter = this.skipOffsets.get(skipKey);
+        if (deadLetter != null) this.output.push(deadLetter); // the replayed transaction must carry it again
+        return;
+      }
     }
     const sources = this.config.sourcesByTopic.get(record.topic) ?? [];
     for (const sourceName of sources) {

@@ -1,5 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
-import { COORDINATOR_CACHE_MS, filterAbortedMessages, groupMessagesPerPartition } from '../../../src/kafka/kafkajs-patches.js';
+import '../../../src/kafka/kafkajs-patches.js';
+import { filterAbortedMessages } from '../../../src/kafka/kafkajs-patches/aborted-transaction-filter.js';
+import { COORDINATOR_CACHE_MS } from '../../../src/kafka/kafkajs-patches/coordinator-cache.js';
+import { groupMessagesPerPartition } from '../../../src/kafka/kafkajs-patches/group-messages-per-partition.js';
 
 const ABORT = Buffer.from([0, 0, 0, 0]);
 const COMMIT = Buffer.from([0, 0, 0, 1]);
