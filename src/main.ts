@@ -21,6 +21,8 @@
  *   IQGATE_OUTPUT_TOPIC          demo: wordcount-output
  *   IQGATE_GUARANTEE             exactly_once | at_least_once (default: the module's, else exactly_once)
  *   IQGATE_DEMO_LINES_PER_SECOND demo: 20 (0 disables the generator)
+ *   IQGATE_KAFKA_CLIENT          auto | librdkafka | kafkajs (default auto: librdkafka when its
+ *                                native module loads, see src/kafka/select-kafka-client.ts)
  *   IQGATE_LOG_LEVEL             default: the module's, else info
  *   IQGATE_LOG_FORMAT            pretty | json; default pretty when stdout is a terminal, json
  *                                otherwise (one JSON object per line, for log collectors)
