@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { isIqgateError } from '../../../src/errors.js';
+import type { NativeLoad, RdkafkaModule } from '../../../src/kafka/librdkafka/native.js';
+import { selectKafkaClient } from '../../../src/kafka/select-kafka-client.js';
+import { parseRuntimeOptions } from '../../../src/runtime/runtime-options.js';
+
+const loads = (): NativeLoad => ({ ok: true, module: {} as RdkafkaModule, version: '2.15.1' });
+const fails = (): NativeLoad => ({ ok: false, reason: 'Could not locate the bindings file' });
+const plain = { routing: false, coPartitioned: false };
+
+function thrown(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}
+
+describe('choosing the Kafka client', () => {
+  it('auto takes librdkafka when its native module loads, and says so', () => {
+    const selected = selectKafkaClient('auto', plain, loads);
+    expect(selected.client).toBe('librdkafka');
+    expect(selected.reason).toContain('2.15.1');
+  });
+
+  it('auto falls back to kafkajs with the reason when the native module does not load', () => {
+    const selected = selectKafkaClient('auto', plain, fails);
+    expect(selected).toEqual({ client: 'kafkajs', reason: expect.stringContaining('Could not locate the bindings file') });
+  });
+
+  it('auto keeps kafkajs for query routing and co-partitioned sub-topologies, which only its assignor supports', () => {
+    expect(selectKafkaClient('auto', { routing: true, coPartitioned: false }, loads).client).toBe('kafkajs');
+    expect(selectKafkaClient('auto', { routing: false, coPartitioned: true }, loads).client).toBe('kafkajs');
+  });
+
+  it('an explicit librdkafka that cannot load, or cannot route, is INVALID_CONFIG, never a silent fallback', () => {
+    const unloadable = thrown(() => selectKafkaClient('librdkafka', plain, fails));
+    expect(isIqgateError(unloadable, 'INVALID_CONFIG')).toBe(true);
+    expect(String((unloadable as Error).message)).toContain('does not load');
+    expect(isIqgateError(thrown(() => selectKafkaClient('librdkafka', { routing: true, coPartitioned: false }, loads)), 'INVALID_CONFIG')).toBe(true);
+  });
+
+  it('an explicit kafkajs never loads the native module', () => {
+    let loaded = false;
+    const selected = selectKafkaClient('kafkajs', plain, () => { loaded = true; return loads(); });
+    expect(selected.client).toBe('kafkajs');
+    expect(loaded).toBe(false);
+  });
+
+  it('reads IQGATE_KAFKA_CLIENT when the option is absent, and rejects a value it does not know', () => {
+    const base = { applicationId: 'app', brokers: 'localhost:9092' };
+    const saved = process.env.IQGATE_KAFKA_CLIENT;
+    try {
+      process.env.IQGATE_KAFKA_CLIENT = 'kafkajs';
+      expect(parseRuntimeOptions(base).kafkaClient).toBe('kafkajs');
+      expect(parseRuntimeOptions({ ...base, kafkaClient: 'librdkafka' }).kafkaClient).toBe('librdkafka');
+      process.env.IQGATE_KAFKA_CLIENT = 'rdkafka';
+      const error = thrown(() => parseRuntimeOptions(base));
+      expect(isIqgateError(error, 'INVALID_CONFIG')).toBe(true);
+      expect(String((error as Error).message)).toContain('IQGATE_KAFKA_CLIENT');
+    } finally {
+      if (saved === undefined) delete process.env.IQGATE_KAFKA_CLIENT;
+      else process.env.IQGATE_KAFKA_CLIENT = saved;
+    }
+  });
+});
