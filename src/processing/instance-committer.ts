@@ -47,6 +47,15 @@ export interface InstanceCommitterDeps {
   readonly onFailed: (tasks: readonly StreamTask[], error: unknown) => Promise<void>;
 }
 
+/** Longest synchronous stretch of a commit cycle (cutting tasks, producing their output) before it yields. */
+const SLICE_MS = 5;
+/** Records handed to the producer in one call. */
+const PRODUCE_CHUNK = 2000;
+
+function yieldToIo(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 interface Waiter {
   resolve(): void;
 }
@@ -137,24 +146,35 @@ export class InstanceCommitter {
     const started = clock();
     this.lastCycleAt = started;
     const cuts: TaskCut[] = [];
-    for (const task of dirty) {
-      const cut = task.cut();
-      if (cut !== null) cuts.push(cut);
-    }
-    if (cuts.length === 0) return;
+    const stepOf = (s: CommitStep, cut: TaskCut): void => this.deps.onCommitStep?.(s, cut.task.id);
     const step = (s: CommitStep): void => {
-      if (this.deps.onCommitStep !== undefined) for (const cut of cuts) this.deps.onCommitStep(s, cut.task.id);
+      for (const cut of cuts) stepOf(s, cut);
     };
-    step('after-flush');
     let sent = started;
     let offsetsAdded = started;
     try {
+      // Task by task, in slices of at most SLICE_MS: each cut is one instant of its own task
+      // (its state, output and position together), so tasks need not be cut in the same
+      // instant, and processing and queries run in between instead of waiting for the whole
+      // instance's flush and produce.
       const offsets: TopicPartitionOffset[] = [];
-      for (const cut of cuts) {
-        producer.produce(cut.output);
-        offsets.push(...cut.offsets);
+      let slice = clock();
+      for (const task of dirty) {
+        const cut = task.cut();
+        if (cut === null) continue;
+        cuts.push(cut);
+        stepOf('after-flush', cut);
+        for (let from = 0; from < cut.output.length; from += PRODUCE_CHUNK) {
+          producer.produce(cut.output.length <= PRODUCE_CHUNK ? cut.output : cut.output.slice(from, from + PRODUCE_CHUNK));
+          if (clock() - slice >= SLICE_MS) {
+            await yieldToIo();
+            slice = clock();
+          }
+        }
+        for (const offset of cut.offsets) offsets.push(offset);
+        stepOf('after-send', cut);
       }
-      step('after-send');
+      if (cuts.length === 0) return;
       sent = clock();
       await producer.sendOffsets(offsets);
       step('after-send-offsets');
