@@ -1,47 +1,110 @@
 /**
- * bench:scale — 1000 tasks in one process, for real (DESIGN.md §1 and §7 "scale"; KAFKAJS-NOTES §5).
+ * bench:scale — 1000 tasks in one process, for real, on each Kafka adapter (DESIGN.md §1 and §7
+ * "scale"; docs/kafka-clients.md), then a second instance that joins and leaves under load.
  *
- * One run against a real broker: a topic of N partitions (SCALE_PARTITIONS, default 1000) with a
- * few records in each (SCALE_RECORDS per partition, default 5), materialized as a table through
- * the public API — one task, one transactional kafkajs producer and one store partition per
- * input partition. Measured:
- *  - start() → every task RUNNING (assignment: InitProducerId, store open, restore, offsets);
+ * One run against a real broker; for each client of SCALE_CLIENTS (default `librdkafka,kafkajs`,
+ * in that order), a fresh topic of N partitions (SCALE_PARTITIONS, default 1000) with a few
+ * records in each (SCALE_RECORDS per partition, default 5), materialized as a table (one task and
+ * one store partition per input partition; librdkafka: one transactional producer for the
+ * instance, kafkajs: one per task). Figures are named `scale.<client>.…`:
+ *
+ * Phase 1, one instance (A):
+ *  - start() → every task RUNNING (assignment: producers, store open, restore, offsets);
  *  - start() → every record committed (counted in the readCommitted views of the local stores);
- *  - RSS / heap, open sockets and timers after start; idle CPU with N tasks open;
- *  - commit latency p50/p99 and control-queue depth (runtime.metricsSnapshot());
- *  - event-loop delay p99/max while the tasks are assigned and opened;
- *  - stop(): last commits, leaving the group, closing N producers and stores.
- * Baseline, same run and topic: a plain kafkajs consumer in its own group (no state, no
- * transactions) — time to its first full read.
+ *  - RSS / heap, open sockets (/proc/self/fd entries that are sockets) and timers after start;
+ *    idle CPU with N tasks open; commit latency and control queue (runtime.metricsSnapshot());
+ *  - event-loop delay p99/max while the tasks are assigned and opened, and while they commit.
  *
- * Every phase has a deadline (SCALE_TIMEOUT_S, default 270 s, for the whole run); when N cannot
- * finish, the bench prints how far it got (task states, control queue) and still cleans up.
- * Prints one line per figure and writes bench/results/scale.json ([{ name, unit, value }]).
- * Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
+ * Phase 2, join and leave under load: a producer in this process writes SCALE_LOAD_RATE records/s
+ * (default 2000) round-robin over the partitions; after a warm-up, a steady window (SCALE_STEADY_S,
+ * default 10 s) gives the steady lag and the steady pauses. Then instance B (same applicationId,
+ * its own state directory, a process of its own: bench/scale-instance.ts) starts, the group
+ * rebalances, B stops gracefully (SCALE_HOLD_S after the lag settled) and its tasks go back to A.
+ *  - pauses: every task's processed position is observed exactly (the topology stamps each
+ *    record it processes: bench/scale-shared.ts) and sampled every 50 ms against the partition's
+ *    end offset (known from the producer's acknowledgements). A task's pause is an interval during
+ *    which it had input (end > position) and its position did not move, from the later of its last
+ *    progress and the acknowledgement of the first record it had not processed, to its next
+ *    progress. `rebalance.pause.max.ms` / `.p99.ms`: the longest pause per task, max and p99 over
+ *    the tasks that stay on A from B's join until the lag settled after B's leave (target ≤ 1 s);
+ *    `steady.pause.*` is the same over the steady window, for comparison.
+ *  - lag: Σ over partitions of end − the furthest position processed by A or B. `steady.lag.p99`
+ *    sets the threshold (1.5 × p99 + 5 % of a second's load); `join.recover.ms` / `leave.recover.ms`:
+ *    from B's start() call / from B's stop() call to the first sample after which the lag stays
+ *    at or below the threshold (0 when it never went above). `join.assigned.ms`: until the
+ *    partitions are split between A and B with every task RUNNING; `leave.assigned.ms`: until A
+ *    runs all N again.
+ *  - librdkafka uses static membership: a gracefully stopped member sends no LeaveGroup, so its
+ *    partitions come back only when its session times out. The bench runs librdkafka with
+ *    sessionTimeoutMs SCALE_SESSION_TIMEOUT_MS (default 6000); kafkajs (which leaves the group)
+ *    with the runtime's default unless SCALE_KAFKAJS_SESSION_TIMEOUT_MS is set.
+ * Then stop() of A with its N tasks (last commits, leaving the group, closing producers and stores).
+ *
+ * Baseline, once per run on the first client's topic: a plain kafkajs consumer in its own group
+ * (no state, no transactions) — time to its first full read.
+ *
+ * Every phase has a deadline within the whole run's budget (SCALE_TIMEOUT_S, default 450 s; each
+ * client gets an equal share of what is left); when N cannot finish a phase, the bench prints how
+ * far it got (task states, control queue, lag) and still cleans up. SCALE_REBALANCE=0 skips phase 2.
+ * Instance logs (pino, SCALE_LOG level, default info) go to files whose warnings and errors are
+ * summarized at the end, and counted per window (`rebalance.<a|b>.warnings.<steady|join|leave>`):
+ * a failed commit cycle rolls tasks back and explains most long pauses. SCALE_EXPERIMENT_* knobs
+ * (bench/scale-shared.ts, off by default) patch the librdkafka adapter to show what a change in
+ * src/ would give; a run with any of them on says so on its first line. Prints one line per figure and writes bench/results/scale.json
+ * ([{ name, unit, value }]). Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
  */
 import { Figures } from './figures.js';
 import '../src/kafka/kafkajs-patches.js';
-import { readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { createRuntime, serdes, StreamsBuilder, type Runtime } from '../src/index.js';
+import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { destination, pino, type Logger } from 'pino';
+import { createRuntime, type Runtime } from '../src/index.js';
+import { changelogTopic } from '../src/processing/topic-names.js';
+import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, STORE, type FromInstance, type InstanceConfig, type ScaleClient, type ToInstance } from './scale-shared.js';
 
 const N = Number(process.env.SCALE_PARTITIONS ?? 1000);
 const RECORDS = Number(process.env.SCALE_RECORDS ?? 5);
 const TOTAL = N * RECORDS;
-const BUDGET_MS = Number(process.env.SCALE_TIMEOUT_S ?? 270) * 1000;
-const STORE = 'scale-table';
+const BUDGET_MS = Number(process.env.SCALE_TIMEOUT_S ?? 450) * 1000;
+const CLIENTS = (process.env.SCALE_CLIENTS ?? 'librdkafka,kafkajs').split(',').map((c) => c.trim()).filter((c) => c.length > 0) as ScaleClient[];
+const REBALANCE = process.env.SCALE_REBALANCE !== '0';
+const LOAD_RATE = Number(process.env.SCALE_LOAD_RATE ?? 2000);
+const STEADY_MS = Number(process.env.SCALE_STEADY_S ?? 10) * 1000;
+const WARMUP_MS = 5_000;
+/** The lag must stay at or below its threshold this long before a phase counts as settled. */
+const SETTLE_MS = 5_000;
+/** Between the settled join and B's stop. */
+const HOLD_MS = Number(process.env.SCALE_HOLD_S ?? 3) * 1000;
+const SAMPLE_MS = 50;
+const SESSION_TIMEOUT_MS: Record<ScaleClient, number | undefined> = {
+  librdkafka: Number(process.env.SCALE_SESSION_TIMEOUT_MS ?? 6000),
+  kafkajs: process.env.SCALE_KAFKAJS_SESSION_TIMEOUT_MS === undefined ? undefined : Number(process.env.SCALE_KAFKAJS_SESSION_TIMEOUT_MS),
+};
+const RUNTIME_DEFAULT_SESSION_TIMEOUT_MS = 30_000;
+const LOG_LEVEL = process.env.SCALE_LOG ?? 'info';
+const KAFKA_LOG_LEVEL = process.env.SCALE_KAFKA_LOG ?? 'error';
 const suffix = `${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`;
 const began = Date.now();
 const deadline = began + BUDGET_MS;
+
+/** Instance B processes still running: killed (by their pid) if this process exits with them still there. */
+const liveChildren = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of liveChildren) child.kill('SIGKILL');
+});
 
 const figures = new Figures();
 const report = figures.report.bind(figures);
 const note = (line: string): void => console.log(`# ${line}`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const mb = (bytes: number): number => bytes / 1048576;
+const load1 = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 /** `promise`'s value, or `fallback` after `ms` (the timer is cleared either way: nothing keeps the process alive). */
 async function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
@@ -52,11 +115,11 @@ async function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<
     clearTimeout(timer);
   }
 }
-const mb = (bytes: number): number => bytes / 1048576;
 
-/** Remaining time for a phase: its own cap, never past the run's deadline minus a reserve for cleanup. */
-function phaseBudget(capMs: number, reserveMs = 60_000): number {
-  return Math.max(1_000, Math.min(capMs, deadline - reserveMs - Date.now()));
+function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 /** Sockets and file descriptors of this process (/proc/self/fd; -1 where unavailable). */
@@ -108,6 +171,36 @@ async function waitServable(admin: Admin, topic: string): Promise<void> {
   }
 }
 
+/**
+ * Creates the topic. Right after the previous client's topics were deleted the broker may answer
+ * createTopics' metadata polling with UNKNOWN_TOPIC_OR_PARTITION: retried until the topic is servable.
+ */
+async function createTopic(admin: Admin, topic: string): Promise<void> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await admin.createTopics({ waitForLeaders: true, timeout: 120_000, topics: [{ topic, numPartitions: N }] });
+      break;
+    } catch (error) {
+      if ((await admin.listTopics().catch(() => [] as string[])).includes(topic)) break;
+      if (attempt >= 5) throw error;
+      note(`createTopics(${topic}) failed (${String(error)}); retrying`);
+      await sleep(2_000);
+    }
+  }
+  await waitServable(admin, topic);
+}
+
+/** Deletes the topics and waits (up to 60 s) until the broker no longer lists them, so the next client starts on a quiet broker. */
+async function deleteTopics(admin: Admin, topics: string[]): Promise<void> {
+  await admin.deleteTopics({ topics, timeout: 60_000 }).catch(() => undefined);
+  for (const limitAt = Date.now() + 60_000; Date.now() < limitAt;) {
+    const listed = await admin.listTopics().catch(() => topics);
+    if (!topics.some((t) => listed.includes(t))) return;
+    await sleep(500);
+  }
+  note(`topics ${topics.join(', ')} still listed 60 s after deleteTopics`);
+}
+
 async function produceRecords(kafka: Kafka, topic: string): Promise<void> {
   // Idempotent: a retried request must not duplicate the partitions that had succeeded.
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -147,7 +240,7 @@ async function warmCoordinators(kafka: Kafka, admin: Admin): Promise<void> {
 }
 
 /** A plain kafkajs consumer in its own group: time until it has read every record once. */
-async function baselineRead(kafka: Kafka, topic: string): Promise<{ ms: number; read: number }> {
+async function baselineRead(kafka: Kafka, topic: string, budgetMs: number): Promise<{ ms: number; read: number }> {
   const consumer = kafka.consumer({ groupId: `bench-scale-plain-${suffix}`, maxWaitTimeInMs: 100 });
   let read = 0;
   const started = performance.now();
@@ -162,10 +255,9 @@ async function baselineRead(kafka: Kafka, topic: string): Promise<{ ms: number; 
         if (read >= TOTAL) done();
       },
     });
-    const limit = phaseBudget(90_000);
-    const finished = await within(all.then(() => true), limit, false);
+    const finished = await within(all.then(() => true), budgetMs, false);
     const ms = performance.now() - started;
-    if (!finished) note(`baseline consumer read only ${read}/${TOTAL} records within ${limit} ms`);
+    if (!finished) note(`baseline consumer read only ${read}/${TOTAL} records within ${budgetMs} ms`);
     return { ms: finished ? ms : Number.NaN, read };
   } finally {
     await consumer.disconnect().catch(() => undefined);
@@ -182,7 +274,7 @@ function describeProgress(runtime: Runtime): string {
   const states = [...taskStates(runtime)].map(([s, n]) => `${s}=${n}`).join(' ') || 'no tasks';
   const m = runtime.metricsSnapshot();
   return `runtime ${runtime.state}; tasks: ${states}; control queue depth ${m.controlQueueDepth} (max ${m.controlQueueMaxDepth}); `
-    + `commits ${m.commits}; records committed ${m.recordsCommitted}/${TOTAL}`;
+    + `commits ${m.commits}; records committed ${m.recordsCommitted}`;
 }
 
 /** Partitions whose committed view holds all their records (re-checks only the missing ones). */
@@ -202,10 +294,107 @@ async function sweepCommitted(runtime: Runtime, missing: Set<number>): Promise<v
   }
 }
 
-async function measureRuntime(brokerList: string[], topic: string, dir: string): Promise<{ runtime: Runtime; completed: boolean }> {
-  const builder = new StreamsBuilder();
-  builder.table(topic, { store: STORE, key: serdes.string, value: serdes.json });
-  const runtime = createRuntime({ applicationId: `bench-scale-${suffix}`, brokers: brokerList, stateDir: dir, topology: builder.build(), logLevel: 'warn' });
+/** Warnings and errors of a pino log file: count by level and the most frequent messages. */
+function summarizeLog(label: string, file: string): void {
+  if (!existsSync(file)) {
+    note(`${label} log ${file}: none`);
+    return;
+  }
+  const counts = new Map<string, number>();
+  let warn = 0;
+  let error = 0;
+  let lines = 0;
+  const firstAt = new Map<string, string>();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.length === 0) continue;
+    lines += 1;
+    try {
+      const entry = JSON.parse(line) as { level: number; msg?: string; err?: { message?: string }; time?: number };
+      if (entry.level < 40) continue;
+      if (entry.level >= 50) error += 1;
+      else warn += 1;
+      const key = `${entry.level >= 50 ? 'ERROR' : 'WARN'} ${entry.msg ?? ''}${entry.err?.message ? `: ${entry.err.message.slice(0, 160)}` : ''}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      if (!firstAt.has(key) && entry.time !== undefined) firstAt.set(key, new Date(entry.time).toISOString().slice(11, 23));
+    } catch {
+      // not JSON
+    }
+  }
+  note(`${label} log ${file}: ${lines} lines, ${warn} warnings, ${error} errors`);
+  for (const [key, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 8)) note(`  ${n}× ${key} (first at ${firstAt.get(key) ?? '?'})`);
+}
+
+/** Warnings and errors of a pino log file logged between two performance.now() instants, by message. */
+function warningsBetween(file: string, from: number, to: number): Map<string, number> {
+  const counts = new Map<string, number>();
+  if (!existsSync(file)) return counts;
+  const fromWall = performance.timeOrigin + from;
+  const toWall = performance.timeOrigin + to;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (!line.includes('"level":4') && !line.includes('"level":5') && !line.includes('"level":6')) continue;
+    try {
+      const entry = JSON.parse(line) as { level: number; msg?: string; time: number; err?: { details?: { librdkafkaCode?: number }; code?: string } };
+      if (entry.level < 40 || entry.time < fromWall || entry.time > toWall) continue;
+      const code = entry.err?.details?.librdkafkaCode ?? entry.err?.code;
+      const key = `${entry.msg ?? ''}${code === undefined ? '' : ` [${String(code)}]`}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    } catch {
+      // not JSON
+    }
+  }
+  return counts;
+}
+
+const wallClock = (t: number): string => new Date(performance.timeOrigin + t).toISOString().slice(11, 23);
+
+interface ClientRun {
+  readonly client: ScaleClient;
+  readonly prefix: string;
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly brokers: string[];
+  readonly topic: string;
+  readonly applicationId: string;
+  readonly deadline: number;
+  readonly logDir: string;
+  readonly sessionTimeoutMs: number | undefined;
+}
+
+/** Remaining time for a phase of `run`: its own cap, never past the client's deadline minus a reserve. */
+function phaseBudget(run: ClientRun, capMs: number, reserveMs: number): number {
+  return Math.max(1_000, Math.min(capMs, run.deadline - reserveMs - Date.now()));
+}
+
+interface Instance {
+  readonly runtime: Runtime;
+  readonly tracker: ProgressTracker;
+  readonly logFile: string;
+  readonly logger: Logger;
+}
+
+function createInstanceA(run: ClientRun, dir: string): Instance {
+  const tracker = new ProgressTracker(N);
+  const logFile = join(run.logDir, `${run.client}-A.log`);
+  const logger = pino({ level: LOG_LEVEL, base: { instance: 'A' } }, destination({ dest: logFile, sync: true }));
+  const runtime = createRuntime({
+    applicationId: run.applicationId,
+    brokers: run.brokers,
+    stateDir: dir,
+    topology: scaleTopology(run.topic, tracker),
+    kafkaClient: run.client,
+    logger,
+    kafkaLogLevel: KAFKA_LOG_LEVEL as 'error',
+    ...(run.sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs: run.sessionTimeoutMs }),
+  });
+  return { runtime, tracker, logFile, logger };
+}
+
+/** Phase 1: start → all RUNNING → all committed, memory, sockets, idle CPU. True when it got through. */
+async function measureSingle(run: ClientRun, a: Instance): Promise<boolean> {
+  const { runtime } = a;
+  const f = (name: string, unit: string, value: number): void => report(`${run.prefix}.${name}`, unit, value);
+  note(`${run.client}: load average at start ${load1()}`);
+  f('loadavg.1m.start', 'load', loadavg()[0]!);
 
   // Samplers: RSS peak, and the event-loop delay of the assignment (start → all RUNNING) and of the commits.
   let peakRss = 0;
@@ -214,111 +403,723 @@ async function measureRuntime(brokerList: string[], topic: string, dir: string):
   const commitDelay = monitorEventLoopDelay({ resolution: 10 });
   const delayFigures = (label: string, h: IntervalHistogram): void => {
     if (h.count === 0) return;
-    report(`event-loop delay p99 ${label}`, 'ms', h.percentile(99) / 1e6);
-    report(`event-loop delay max ${label}`, 'ms', h.max / 1e6);
+    f(`${label}.loop.delay.p99.ms`, 'ms', h.percentile(99) / 1e6);
+    f(`${label}.loop.delay.max.ms`, 'ms', h.max / 1e6);
   };
+  try {
+    const t0 = performance.now();
+    assignDelay.enable();
+    let startError: unknown = null;
+    const starting = runtime.start().then(() => performance.now() - t0, (error: unknown) => { startError = error; return Number.NaN; });
 
-  const t0 = performance.now();
-  assignDelay.enable();
-  let startError: unknown = null;
-  const starting = runtime.start().then(() => performance.now() - t0, (error: unknown) => { startError = error; return Number.NaN; });
-
-  // 1. every task RUNNING
-  let maxRunning = 0;
-  let maxSuspended = 0; // tasks whose open failed and waits for its retry (recover())
-  let allRunningMs = Number.NaN;
-  let lastLog = Date.now();
-  const runLimit = phaseBudget(180_000, 90_000);
-  for (const limitAt = Date.now() + runLimit; Date.now() < limitAt && startError === null && runtime.state !== 'FAILED';) {
-    const tasks = runtime.localTasks();
-    const running = tasks.filter((t) => t.state === 'RUNNING').length;
-    maxRunning = Math.max(maxRunning, running);
-    maxSuspended = Math.max(maxSuspended, tasks.filter((t) => t.state === 'SUSPENDED').length);
-    if (running >= N) {
-      allRunningMs = performance.now() - t0;
-      break;
-    }
-    if (Date.now() - lastLog > 10_000) {
-      lastLog = Date.now();
-      note(`+${Math.round(performance.now() - t0)} ms: ${describeProgress(runtime)}`);
-    }
-    await sleep(50);
-  }
-  assignDelay.disable();
-  const startMs = await within(starting, 0, Number.NaN);
-  if (Number.isFinite(startMs)) report('start() resolved (topics prepared, group joined)', 'ms', startMs);
-  if (startError !== null) note(`start() failed: ${String(startError)}`);
-  report('tasks RUNNING (reached)', 'tasks', maxRunning);
-  report('tasks SUSPENDED at once during assignment (open failed, retried)', 'tasks', maxSuspended);
-  delayFigures('during assignment', assignDelay);
-  if (!Number.isFinite(allRunningMs)) {
-    note(`NOT all ${N} tasks RUNNING within ${runLimit} ms: ${describeProgress(runtime)}`);
-    clearInterval(sampler);
-    return { runtime, completed: false };
-  }
-  report(`start() → all ${N} tasks RUNNING`, 'ms', allRunningMs);
-  const afterStart = process.memoryUsage();
-  const fdsAfterStart = openFds();
-  const resAfterStart = resources();
-  report('RSS after start', 'MB', mb(afterStart.rss));
-  report('heap used after start', 'MB', mb(afterStart.heapUsed));
-  report('open sockets after start (/proc/self/fd)', 'sockets', fdsAfterStart.sockets);
-  report('open file descriptors after start', 'fds', fdsAfterStart.fds);
-  report('active timers after start', 'timers', resAfterStart.get('Timeout') ?? 0);
-
-  // 2. every record committed (readCommitted views)
-  commitDelay.enable();
-  const missing = new Set(Array.from({ length: N }, (_, p) => p));
-  let committedMs = Number.NaN;
-  let lastSweep = 0;
-  const commitLimit = phaseBudget(120_000, 60_000);
-  for (const limitAt = Date.now() + commitLimit; Date.now() < limitAt && runtime.state === 'RUNNING';) {
-    // Sweeping N views costs event-loop time itself: only when the counter says so, or every 2 s.
-    if (runtime.metricsSnapshot().recordsCommitted >= TOTAL || Date.now() - lastSweep > 2_000) {
-      lastSweep = Date.now();
-      await sweepCommitted(runtime, missing);
-      if (missing.size === 0) {
-        committedMs = performance.now() - t0;
+    // 1. every task RUNNING
+    let maxRunning = 0;
+    let maxSuspended = 0; // tasks whose open failed and waits for its retry (recover())
+    let allRunningMs = Number.NaN;
+    let lastLog = Date.now();
+    const runLimit = phaseBudget(run, 180_000, 90_000);
+    for (const limitAt = Date.now() + runLimit; Date.now() < limitAt && startError === null && runtime.state !== 'FAILED';) {
+      const tasks = runtime.localTasks();
+      const running = tasks.filter((t) => t.state === 'RUNNING').length;
+      maxRunning = Math.max(maxRunning, running);
+      maxSuspended = Math.max(maxSuspended, tasks.filter((t) => t.state === 'SUSPENDED').length);
+      if (running >= N) {
+        allRunningMs = performance.now() - t0;
         break;
       }
+      if (Date.now() - lastLog > 10_000) {
+        lastLog = Date.now();
+        note(`${run.client} +${Math.round(performance.now() - t0)} ms: ${describeProgress(runtime)}`);
+      }
+      await sleep(50);
     }
-    if (Date.now() - lastLog > 10_000) {
-      lastLog = Date.now();
-      note(`+${Math.round(performance.now() - t0)} ms: ${describeProgress(runtime)}; partitions not yet committed: ${missing.size}`);
+    assignDelay.disable();
+    const startMs = await within(starting, 0, Number.NaN);
+    if (Number.isFinite(startMs)) f('start.resolved.ms', 'ms', startMs);
+    if (startError !== null) note(`${run.client}: start() failed: ${String(startError)}`);
+    f('start.running.tasks', 'tasks', maxRunning);
+    f('start.suspended.max', 'tasks', maxSuspended);
+    delayFigures('start', assignDelay);
+    if (!Number.isFinite(allRunningMs)) {
+      note(`${run.client}: NOT all ${N} tasks RUNNING within ${runLimit} ms: ${describeProgress(runtime)}`);
+      return false;
     }
-    await sleep(50);
-  }
-  commitDelay.disable();
-  if (!Number.isFinite(committedMs)) {
-    note(`NOT every record committed within ${commitLimit} ms: ${describeProgress(runtime)}; partitions missing: ${missing.size}`);
-    report('partitions fully committed (reached)', 'partitions', N - missing.size);
-    clearInterval(sampler);
-    return { runtime, completed: false };
-  }
-  report(`start() → all ${TOTAL} records committed (readCommitted views)`, 'ms', committedMs);
-  report('all RUNNING → all committed', 'ms', committedMs - allRunningMs);
-  delayFigures('during commits', commitDelay);
-  const m = runtime.metricsSnapshot();
-  report('commits', 'count', m.commits);
-  report('commit latency p50', 'ms', m.commitLatencyP50Ms);
-  report('commit latency p99', 'ms', m.commitLatencyP99Ms);
-  report('commit phase p50: Kafka commit', 'ms', m.commitPhasesP50Ms.kafkaCommit);
-  report('control queue max depth', 'ops', m.controlQueueMaxDepth);
-  report('control-queue wait p99', 'ms', m.controlWaitP99Ms);
+    f('start.running.ms', 'ms', allRunningMs);
+    const afterStart = process.memoryUsage();
+    const fdsAfterStart = openFds();
+    f('rss.start.mb', 'MB', mb(afterStart.rss));
+    f('heap.start.mb', 'MB', mb(afterStart.heapUsed));
+    f('sockets.start', 'sockets', fdsAfterStart.sockets);
+    f('fds.start', 'fds', fdsAfterStart.fds);
+    f('timers.start', 'timers', resources().get('Timeout') ?? 0);
 
-  // 3. idle cost of N open tasks: CPU over 3 s with nothing to do
-  await sleep(500);
-  const cpu0 = process.cpuUsage();
-  const wall0 = performance.now();
-  await sleep(3_000);
-  const cpu = process.cpuUsage(cpu0);
-  report(`idle CPU with ${N} tasks open`, '% of one core', ((cpu.user + cpu.system) / 1000 / (performance.now() - wall0)) * 100);
-  const idle = process.memoryUsage();
-  report('RSS with all committed', 'MB', mb(idle.rss));
-  report('heap used with all committed', 'MB', mb(idle.heapUsed));
-  report('RSS peak (sampled every 250 ms)', 'MB', mb(peakRss));
-  clearInterval(sampler);
-  return { runtime, completed: true };
+    // 2. every record committed (readCommitted views)
+    commitDelay.enable();
+    const missing = new Set(Array.from({ length: N }, (_, p) => p));
+    let committedMs = Number.NaN;
+    let lastSweep = 0;
+    const commitLimit = phaseBudget(run, 120_000, 60_000);
+    for (const limitAt = Date.now() + commitLimit; Date.now() < limitAt && runtime.state === 'RUNNING';) {
+      // Sweeping N views costs event-loop time itself: only when the counter says so, or every 2 s.
+      if (runtime.metricsSnapshot().recordsCommitted >= TOTAL || Date.now() - lastSweep > 2_000) {
+        lastSweep = Date.now();
+        await sweepCommitted(runtime, missing);
+        if (missing.size === 0) {
+          committedMs = performance.now() - t0;
+          break;
+        }
+      }
+      if (Date.now() - lastLog > 10_000) {
+        lastLog = Date.now();
+        note(`${run.client} +${Math.round(performance.now() - t0)} ms: ${describeProgress(runtime)}; partitions not yet committed: ${missing.size}`);
+      }
+      await sleep(50);
+    }
+    commitDelay.disable();
+    if (!Number.isFinite(committedMs)) {
+      note(`${run.client}: NOT every record committed within ${commitLimit} ms: ${describeProgress(runtime)}; partitions missing: ${missing.size}`);
+      f('start.committed.partitions', 'partitions', N - missing.size);
+      return false;
+    }
+    f('start.committed.ms', 'ms', committedMs);
+    f('running.to.committed.ms', 'ms', committedMs - allRunningMs);
+    delayFigures('commit', commitDelay);
+    const m = runtime.metricsSnapshot();
+    f('commits', 'count', m.commits);
+    f('commit.p50.ms', 'ms', m.commitLatencyP50Ms);
+    f('commit.p99.ms', 'ms', m.commitLatencyP99Ms);
+    f('commit.kafka.p50.ms', 'ms', m.commitPhasesP50Ms.kafkaCommit);
+    f('control.queue.max', 'ops', m.controlQueueMaxDepth);
+    f('control.wait.p99.ms', 'ms', m.controlWaitP99Ms);
+
+    // 3. idle cost of N open tasks: CPU over 3 s with nothing to do
+    await sleep(500);
+    const cpu0 = process.cpuUsage();
+    const wall0 = performance.now();
+    await sleep(3_000);
+    const cpu = process.cpuUsage(cpu0);
+    f('idle.cpu.pct', '% of one core', ((cpu.user + cpu.system) / 1000 / (performance.now() - wall0)) * 100);
+    const idle = process.memoryUsage();
+    f('rss.idle.mb', 'MB', mb(idle.rss));
+    f('heap.idle.mb', 'MB', mb(idle.heapUsed));
+    f('rss.peak.mb', 'MB', mb(peakRss));
+    f('sockets.idle', 'sockets', openFds().sockets);
+    return true;
+  } finally {
+    clearInterval(sampler);
+    assignDelay.disable();
+    commitDelay.disable();
+  }
+}
+
+/** Writes LOAD_RATE records/s round-robin over the partitions; reports each acknowledged end offset. */
+class LoadProducer {
+  sent = 0;
+  acked = 0;
+  failed = 0;
+  /** Ticks that found 4 sends in flight (the rate catches up on the next tick). */
+  busyTicks = 0;
+  firstError: string | null = null;
+  private producer: Producer | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private started = 0;
+  private stoppedAt = 0;
+  private next = 0;
+  private serial = 0;
+  private inFlight = 0;
+
+  constructor(private readonly kafka: Kafka, private readonly topic: string, private readonly onAck: (partition: number, end: number, at: number) => void) {}
+
+  async start(): Promise<void> {
+    this.producer = this.kafka.producer({ allowAutoTopicCreation: false });
+    await this.producer.connect();
+    this.started = performance.now();
+    this.timer = setInterval(() => this.tick(), SAMPLE_MS);
+  }
+
+  /** Records/s acknowledged since start. */
+  rate(): number {
+    return this.acked / (((this.stoppedAt || performance.now()) - this.started) / 1000);
+  }
+
+  private tick(): void {
+    const due = Math.min(4 * LOAD_RATE, Math.floor((LOAD_RATE * (performance.now() - this.started)) / 1000) - this.sent);
+    if (due <= 0 || this.producer === null) return;
+    if (this.inFlight >= 4) {
+      this.busyTicks += 1;
+      return;
+    }
+    const counts = new Map<number, number>();
+    const messages: Array<{ partition: number; key: string; value: string }> = new Array(due);
+    for (let i = 0; i < due; i += 1) {
+      const partition = this.next % N;
+      this.next += 1;
+      this.serial += 1;
+      counts.set(partition, (counts.get(partition) ?? 0) + 1);
+      messages[i] = { partition, key: `p${partition}-k${this.serial % 16}`, value: JSON.stringify({ p: partition, s: this.serial, t: Date.now() }) };
+    }
+    this.sent += due;
+    this.inFlight += 1;
+    this.producer.send({ topic: this.topic, messages, acks: -1 }).then((metadata) => {
+      const at = performance.now();
+      for (const m of metadata) {
+        const n = counts.get(m.partition) ?? 0;
+        this.acked += n;
+        this.onAck(m.partition, Number(m.baseOffset) + n, at);
+      }
+    }, (error: unknown) => {
+      this.failed += due;
+      this.firstError ??= String(error);
+    }).finally(() => { this.inFlight -= 1; });
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    this.stoppedAt = performance.now();
+    for (const limitAt = Date.now() + 5_000; this.inFlight > 0 && Date.now() < limitAt;) await sleep(20);
+    await this.producer?.disconnect().catch(() => undefined);
+    this.producer = null;
+  }
+}
+
+interface Window {
+  readonly name: string;
+  readonly from: number;
+  /** Per partition: the longest pause ended (or still open) in this window, and when it began. */
+  readonly max: Float64Array;
+  readonly maxFrom: Float64Array;
+}
+
+interface LagSample {
+  readonly t: number;
+  readonly total: number;
+  /** Mean of `total` over the trailing second: librdkafka delivers in batches, so the raw lag is a saw-tooth. */
+  readonly smooth: number;
+  readonly a: number;
+  readonly b: number;
+}
+
+/**
+ * Samples every SAMPLE_MS: each partition's end offset (acknowledged to the load producer), A's
+ * processed position (its ProgressTracker) and B's (reported over IPC), A's tasks (every other
+ * sample); keeps the lag series and, per window, the longest pause of each of A's partitions.
+ */
+class Monitor {
+  readonly ends = new Float64Array(N);
+  private readonly ackEnds: number[][] = Array.from({ length: N }, () => []);
+  private readonly ackTimes: number[][] = Array.from({ length: N }, () => []);
+  private readonly ackHead = new Int32Array(N);
+  private readonly stallSince = new Float64Array(N).fill(Number.NaN);
+  readonly ownedA = new Uint8Array(N);
+  readonly runningA = new Uint8Array(N);
+  ownedACount = 0;
+  runningACount = 0;
+  readonly posB = new Float64Array(N);
+  readonly ownedB = new Uint8Array(N);
+  ownedBCount = 0;
+  runningBCount = 0;
+  bStates: Record<string, number> = {};
+  bReprocessed = 0;
+  readonly lag: LagSample[] = [];
+  private window: Window | null = null;
+  /** Partitions A held at every task sample since trackStaying(); and those seen in a state other than RUNNING. */
+  staying: Uint8Array | null = null;
+  stayingNotRunning: Uint8Array | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private ticks = 0;
+  private readonly recent: number[] = [];
+  private recentSum = 0;
+
+  constructor(private readonly a: Instance) {}
+
+  start(): void {
+    this.sampleTasks();
+    this.timer = setInterval(() => this.sample(), SAMPLE_MS);
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  acked(partition: number, end: number, at: number): void {
+    if (end <= this.ends[partition]!) return; // an earlier send acknowledged later
+    this.ends[partition] = end;
+    this.ackEnds[partition]!.push(end);
+    this.ackTimes[partition]!.push(at);
+  }
+
+  fromB(message: Extract<FromInstance, { t: 'progress' }>): void {
+    for (const [p, position] of message.moved) this.posB[p] = position;
+    this.ownedB.fill(0);
+    for (const p of message.owned) this.ownedB[p] = 1;
+    this.ownedBCount = message.owned.length;
+    this.runningBCount = message.running;
+    this.bStates = message.states;
+    this.bReprocessed = message.reprocessed;
+  }
+
+  /** B is gone: it owns nothing any more (its last positions stay: they are where A resumes). */
+  bGone(): void {
+    this.ownedB.fill(0);
+    this.ownedBCount = 0;
+    this.runningBCount = 0;
+    this.bStates = {};
+  }
+
+  beginWindow(name: string): void {
+    this.window = { name, from: performance.now(), max: new Float64Array(N), maxFrom: new Float64Array(N).fill(Number.NaN) };
+  }
+
+  /** Closes the window: pauses still open count up to now. */
+  endWindow(): Window {
+    const w = this.window!;
+    const now = performance.now();
+    for (let p = 0; p < N; p += 1) {
+      const since = this.stallSince[p]!;
+      if (!Number.isNaN(since)) this.pauseEnded(w, p, now - since, since);
+    }
+    this.window = null;
+    return w;
+  }
+
+  trackStaying(): void {
+    this.staying = Uint8Array.from(this.ownedA);
+    this.stayingNotRunning = new Uint8Array(N);
+  }
+
+  private pauseEnded(w: Window, p: number, gap: number, since: number): void {
+    if (gap > w.max[p]!) {
+      w.max[p] = gap;
+      w.maxFrom[p] = since;
+    }
+  }
+
+  private sampleTasks(): void {
+    this.ownedA.fill(0);
+    this.runningA.fill(0);
+    let owned = 0;
+    let running = 0;
+    for (const t of this.a.runtime.localTasks()) {
+      if (t.partition < 0 || t.partition >= N) continue;
+      this.ownedA[t.partition] = 1;
+      owned += 1;
+      if (t.state === 'RUNNING') {
+        this.runningA[t.partition] = 1;
+        running += 1;
+      }
+    }
+    this.ownedACount = owned;
+    this.runningACount = running;
+    if (this.staying !== null && this.stayingNotRunning !== null) {
+      for (let p = 0; p < N; p += 1) {
+        if (this.ownedA[p] === 0) this.staying[p] = 0;
+        else if (this.runningA[p] === 0) this.stayingNotRunning[p] = 1;
+      }
+    }
+  }
+
+  private sample(): void {
+    const now = performance.now();
+    this.ticks += 1;
+    if (this.ticks % 2 === 0) this.sampleTasks();
+    const tracker = this.a.tracker;
+    let total = 0;
+    let lagA = 0;
+    let lagB = 0;
+    for (let p = 0; p < N; p += 1) {
+      const position = tracker.position[p]!;
+      const first = tracker.firstSinceMark[p]!;
+      if (!Number.isNaN(first)) {
+        tracker.firstSinceMark[p] = Number.NaN;
+        const since = this.stallSince[p]!;
+        if (!Number.isNaN(since) && this.window !== null) this.pauseEnded(this.window, p, first - since, since);
+        this.stallSince[p] = Number.NaN;
+      }
+      const end = this.ends[p]!;
+      // Acknowledgements A has processed past.
+      const ends = this.ackEnds[p]!;
+      let head = this.ackHead[p]!;
+      while (head < ends.length && ends[head]! <= position) head += 1;
+      if (head > 256) {
+        ends.splice(0, head);
+        this.ackTimes[p]!.splice(0, head);
+        head = 0;
+      }
+      this.ackHead[p] = head;
+      if (end > position) {
+        if (Number.isNaN(this.stallSince[p]!)) {
+          const available = head < ends.length ? this.ackTimes[p]![head]! : now;
+          const last = tracker.lastProgressAt[p]!;
+          this.stallSince[p] = Number.isNaN(last) ? available : Math.max(last, available);
+        }
+      } else {
+        this.stallSince[p] = Number.NaN;
+      }
+      const furthest = Math.max(position, this.posB[p]!);
+      const behind = end > furthest ? end - furthest : 0;
+      total += behind;
+      if (this.ownedB[p] === 1) lagB += behind;
+      else if (this.ownedA[p] === 1) lagA += behind;
+    }
+    this.recent.push(total);
+    this.recentSum += total;
+    if (this.recent.length > 1_000 / SAMPLE_MS) this.recentSum -= this.recent.shift()!;
+    this.lag.push({ t: now, total, smooth: this.recentSum / this.recent.length, a: lagA, b: lagB });
+  }
+
+  /** The longest pause still open among `mask`'s partitions (for the progress lines). */
+  openPauseMax(mask: Uint8Array | null): number {
+    const now = performance.now();
+    let max = 0;
+    for (let p = 0; p < N; p += 1) {
+      if (mask !== null && mask[p] === 0) continue;
+      const since = this.stallSince[p]!;
+      if (!Number.isNaN(since)) max = Math.max(max, now - since);
+    }
+    return max;
+  }
+
+  lastLag(): LagSample {
+    return this.lag[this.lag.length - 1] ?? { t: performance.now(), total: 0, smooth: 0, a: 0, b: 0 };
+  }
+
+  lagBetween(from: number, to: number): LagSample[] {
+    return this.lag.filter((s) => s.t >= from && s.t <= to);
+  }
+}
+
+/**
+ * From `event`: the first sample after which the (smoothed) lag stays at or below `threshold`,
+ * as ms after the event; 0 when it never went above; NaN when it was still above at the end.
+ */
+function recoveredAfter(samples: readonly LagSample[], event: number, threshold: number): number {
+  let lastAbove = -1;
+  for (let i = 0; i < samples.length; i += 1) if (samples[i]!.smooth > threshold) lastAbove = i;
+  if (lastAbove < 0) return 0;
+  if (lastAbove === samples.length - 1) return Number.NaN;
+  return samples[lastAbove + 1]!.t - event;
+}
+
+/** When the longest pauses (≥ 500 ms) of `partitions` in window `w` began, in 500 ms buckets after `event`. */
+function pauseHistogram(w: Window, event: number, partitions: readonly number[]): string {
+  const buckets = new Map<number, { n: number; max: number }>();
+  for (const p of partitions) {
+    if (w.max[p]! < 500) continue;
+    const bucket = Math.floor((w.maxFrom[p]! - event) / 500) * 500;
+    const entry = buckets.get(bucket) ?? { n: 0, max: 0 };
+    entry.n += 1;
+    entry.max = Math.max(entry.max, w.max[p]!);
+    buckets.set(bucket, entry);
+  }
+  const line = [...buckets].sort((x, y) => x[0] - y[0]).map(([t, e]) => `+${t}ms: ${e.n} (≤${Math.round(e.max)})`).join(', ');
+  return `tasks with a pause ≥ 500 ms, by when it began: ${line || 'none'}`;
+}
+
+/** Instance B in a process of its own. */
+class InstanceB {
+  readonly child: ChildProcess;
+  startingAt = Number.NaN;
+  startedMs = Number.NaN;
+  stoppedMs = Number.NaN;
+  stopOk = false;
+  failed: string | null = null;
+  exited = false;
+  exitCode: number | null = null;
+
+  constructor(run: ClientRun, readonly logFile: string, monitor: Monitor) {
+    const config: InstanceConfig = {
+      brokers: run.brokers,
+      topic: run.topic,
+      applicationId: run.applicationId,
+      client: run.client,
+      partitions: N,
+      sessionTimeoutMs: run.sessionTimeoutMs,
+      logFile,
+      logLevel: LOG_LEVEL,
+      kafkaLogLevel: KAFKA_LOG_LEVEL,
+    };
+    this.child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./scale-instance.ts', import.meta.url)), JSON.stringify(config)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.child.on('message', (message: FromInstance) => {
+      switch (message.t) {
+        case 'starting': this.startingAt = performance.now(); break;
+        case 'started': this.startedMs = message.ms; break;
+        case 'failed': this.failed = message.error; break;
+        case 'progress': monitor.fromB(message); break;
+        case 'stopped':
+          this.stoppedMs = message.ms;
+          this.stopOk = message.ok;
+          monitor.bGone();
+          break;
+        default: break;
+      }
+    });
+    liveChildren.add(this.child);
+    this.child.on('exit', (code) => {
+      liveChildren.delete(this.child);
+      this.exited = true;
+      this.exitCode = code;
+      monitor.bGone();
+    });
+  }
+
+  requestStop(): void {
+    if (this.child.connected) this.child.send({ t: 'stop' } satisfies ToInstance);
+  }
+
+  /** Ends the child (by its own pid) if it is still there. */
+  async kill(): Promise<void> {
+    if (this.exited) return;
+    this.child.kill('SIGTERM');
+    for (const limitAt = Date.now() + 3_000; !this.exited && Date.now() < limitAt;) await sleep(50);
+    if (!this.exited) this.child.kill('SIGKILL');
+  }
+}
+
+/** Phase 2: join and leave of instance B under load. True when both rebalances settled. */
+async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
+  const f = (name: string, unit: string, value: number): void => report(`${run.prefix}.${name}`, unit, value);
+  const monitor = new Monitor(a);
+  const load = new LoadProducer(run.kafka, run.topic, (p, end, at) => monitor.acked(p, end, at));
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  let b: InstanceB | null = null;
+  let completed = false;
+  const progress = (label: string, t0: number): string => {
+    const l = monitor.lastLag();
+    const bStates = Object.entries(monitor.bStates).map(([s, n]) => `${s}=${n}`).join(' ') || '-';
+    return `${run.client} ${label} +${((performance.now() - t0) / 1000).toFixed(1)} s: lag ${l.total} (A ${l.a}, B ${l.b}); `
+      + `A tasks ${monitor.ownedACount} (RUNNING ${monitor.runningACount}); B tasks ${monitor.ownedBCount} (${bStates}); `
+      + `longest open pause on A's staying tasks ${Math.round(monitor.openPauseMax(monitor.staying))} ms; load avg ${load1()}`;
+  };
+  try {
+    f('session.timeout.ms', 'ms', run.sessionTimeoutMs ?? RUNTIME_DEFAULT_SESSION_TIMEOUT_MS);
+    await load.start();
+    monitor.start();
+    await sleep(WARMUP_MS);
+
+    // Steady: the lag and the pauses with one instance and the load flowing.
+    monitor.beginWindow('steady');
+    const steadyFrom = performance.now();
+    await sleep(STEADY_MS);
+    const steadyWindow = monitor.endWindow();
+    const steadySamples = monitor.lagBetween(steadyFrom, performance.now());
+    const steadyLag = steadySamples.map((s) => s.total);
+    const steadySmoothP99 = percentile(steadySamples.map((s) => s.smooth), 99);
+    const threshold = Math.ceil(1.5 * steadySmoothP99 + 0.05 * LOAD_RATE);
+    const steadyPauses = Array.from(steadyWindow.max);
+    f('load.rate', 'records/s', load.rate());
+    f('steady.lag.p50', 'records', percentile(steadyLag, 50));
+    f('steady.lag.p99', 'records', percentile(steadyLag, 99));
+    f('steady.lag.smooth.p99', 'records', steadySmoothP99);
+    f('steady.pause.max.ms', 'ms', Math.max(...steadyPauses));
+    f('steady.pause.p99.ms', 'ms', percentile(steadyPauses, 99));
+    note(`${run.client}: steady: ${pauseHistogram(steadyWindow, steadyFrom, Array.from({ length: N }, (_, p) => p))}`);
+    f('rebalance.lag.threshold', 'records', threshold);
+    note(`${run.client}: steady with ${LOAD_RATE} records/s offered (${Math.round(load.rate())} acknowledged/s); load average ${load1()}`);
+    f('loadavg.1m.rebalance', 'load', loadavg()[0]!);
+
+    // Join: B starts; the group rebalances until A and B split the partitions, all RUNNING.
+    monitor.beginWindow('join');
+    monitor.trackStaying();
+    delay.enable();
+    const spawnedAt = performance.now();
+    b = new InstanceB(run, join(run.logDir, `${run.client}-B.log`), monitor);
+    let assignedAt = Number.NaN;
+    let lastLine = Date.now();
+    const joinLimitAt = Date.now() + phaseBudget(run, 120_000, 75_000);
+    let aboveAt = performance.now();
+    while (Date.now() < joinLimitAt && b.failed === null && !b.exited) {
+      await sleep(100);
+      const now = performance.now();
+      if (monitor.lastLag().smooth > threshold) aboveAt = now;
+      if (Number.isNaN(assignedAt) && monitor.ownedBCount > 0 && monitor.runningBCount === monitor.ownedBCount
+        && monitor.ownedACount + monitor.ownedBCount === N && monitor.runningACount === monitor.ownedACount && monitor.ownedACount < N) {
+        assignedAt = now;
+      }
+      if (Date.now() - lastLine > 2_000) {
+        lastLine = Date.now();
+        note(progress('join', Number.isNaN(b.startingAt) ? spawnedAt : b.startingAt));
+      }
+      if (!Number.isNaN(assignedAt) && now - Math.max(aboveAt, assignedAt) >= SETTLE_MS) break;
+    }
+    const joinEvent = Number.isNaN(b.startingAt) ? spawnedAt : b.startingAt;
+    const joinEnd = performance.now();
+    const joinWindow = monitor.endWindow();
+    const joinLag = monitor.lagBetween(joinEvent, joinEnd);
+    f('rebalance.b.spawn.to.start.ms', 'ms', joinEvent - spawnedAt);
+    if (Number.isFinite(b.startedMs)) f('rebalance.b.start.resolved.ms', 'ms', b.startedMs);
+    f('rebalance.join.assigned.ms', 'ms', assignedAt - joinEvent);
+    f('rebalance.join.a.tasks', 'tasks', monitor.ownedACount);
+    f('rebalance.join.b.tasks', 'tasks', monitor.ownedBCount);
+    f('rebalance.join.lag.max', 'records', Math.max(0, ...joinLag.map((s) => s.total)));
+    const joinRecover = Number.isNaN(assignedAt) ? Number.NaN : recoveredAfter(joinLag, joinEvent, threshold);
+    f('rebalance.join.recover.ms', 'ms', joinRecover);
+    if (b.failed !== null) note(`${run.client}: instance B failed: ${b.failed}`);
+    if (Number.isNaN(assignedAt)) {
+      note(`${run.client}: the join did NOT settle within its budget: ${progress('join', joinEvent)}`);
+      return false;
+    }
+
+    // Leave: B stops gracefully; its partitions go back to A.
+    await sleep(HOLD_MS);
+    monitor.beginWindow('leave');
+    const leaveEvent = performance.now();
+    b.requestStop();
+    let backAt = Number.NaN;
+    aboveAt = performance.now();
+    const leaveLimitAt = Date.now() + phaseBudget(run, (run.sessionTimeoutMs ?? RUNTIME_DEFAULT_SESSION_TIMEOUT_MS) + 90_000, 45_000);
+    while (Date.now() < leaveLimitAt) {
+      await sleep(100);
+      const now = performance.now();
+      if (monitor.lastLag().smooth > threshold) aboveAt = now;
+      if (Number.isNaN(backAt) && monitor.ownedACount === N && monitor.runningACount === N) backAt = now;
+      if (Date.now() - lastLine > 2_000) {
+        lastLine = Date.now();
+        note(progress('leave', leaveEvent));
+      }
+      if (!Number.isNaN(backAt) && now - Math.max(aboveAt, backAt) >= SETTLE_MS) break;
+    }
+    const leaveEnd = performance.now();
+    const leaveWindow = monitor.endWindow();
+    delay.disable();
+    const leaveLag = monitor.lagBetween(leaveEvent, leaveEnd);
+    if (Number.isFinite(b.stoppedMs)) f('rebalance.b.stop.ms', 'ms', b.stoppedMs);
+    else note(`${run.client}: instance B did not report its stop`);
+    f('rebalance.leave.assigned.ms', 'ms', backAt - leaveEvent);
+    f('rebalance.leave.lag.max', 'records', Math.max(0, ...leaveLag.map((s) => s.total)));
+    f('rebalance.leave.recover.ms', 'ms', Number.isNaN(backAt) ? Number.NaN : recoveredAfter(leaveLag, leaveEvent, threshold));
+    if (Number.isNaN(backAt)) note(`${run.client}: A did NOT get all ${N} tasks back within its budget: ${progress('leave', leaveEvent)}`);
+
+    // What the instances logged (warnings, errors) in each window: failed commits explain long pauses.
+    note(`${run.client}: steady ${wallClock(steadyFrom)}–${wallClock(joinEvent)} (B spawned ${wallClock(spawnedAt)}), join ${wallClock(joinEvent)}, B stop ${wallClock(leaveEvent)}, settled ${wallClock(leaveEnd)} (UTC)`);
+    for (const [label, from, to] of [['steady', steadyFrom, spawnedAt], ['join', spawnedAt, leaveEvent], ['leave', leaveEvent, leaveEnd]] as const) {
+      for (const [who, file] of [['a', a.logFile], ['b', b.logFile]] as const) {
+        const counts = warningsBetween(file, from, to);
+        const total = [...counts.values()].reduce((x, y) => x + y, 0);
+        f(`rebalance.${who}.warnings.${label}`, 'lines', total);
+        for (const [message, n] of counts) note(`${run.client}: ${label}: instance ${who.toUpperCase()} logged ${n}× "${message}"`);
+      }
+    }
+
+    // Pauses of the tasks that stayed on A throughout (join and leave).
+    const staying: number[] = [];
+    for (let p = 0; p < N; p += 1) if (monitor.staying![p] === 1) staying.push(p);
+    const pauseOf = (p: number): number => Math.max(joinWindow.max[p]!, leaveWindow.max[p]!);
+    const pauses = staying.map(pauseOf);
+    f('rebalance.staying.tasks', 'tasks', staying.length);
+    f('rebalance.staying.not.running', 'tasks', staying.filter((p) => monitor.stayingNotRunning![p] === 1).length);
+    f('rebalance.pause.max.ms', 'ms', pauses.length > 0 ? Math.max(...pauses) : Number.NaN);
+    f('rebalance.pause.p99.ms', 'ms', percentile(pauses, 99));
+    f('rebalance.pause.join.max.ms', 'ms', staying.length > 0 ? Math.max(...staying.map((p) => joinWindow.max[p]!)) : Number.NaN);
+    f('rebalance.pause.leave.max.ms', 'ms', staying.length > 0 ? Math.max(...staying.map((p) => leaveWindow.max[p]!)) : Number.NaN);
+    f('rebalance.pause.over.1s', 'tasks', pauses.filter((x) => x > 1_000).length);
+    f('rebalance.loop.delay.p99.ms', 'ms', delay.percentile(99) / 1e6);
+    f('rebalance.loop.delay.max.ms', 'ms', delay.max / 1e6);
+    f('rebalance.a.reprocessed', 'records', a.tracker.reprocessed);
+    f('rebalance.b.reprocessed', 'records', monitor.bReprocessed);
+    // Which staying tasks paused longest, and when (relative to B's start() and stop()).
+    const worst = [...staying].sort((x, y) => pauseOf(y) - pauseOf(x)).slice(0, 5);
+    for (const p of worst) {
+      const inJoin = joinWindow.max[p]! >= leaveWindow.max[p]!;
+      const w = inJoin ? joinWindow : leaveWindow;
+      const event = inJoin ? joinEvent : leaveEvent;
+      note(`${run.client}: staying task of partition ${p} paused ${Math.round(w.max[p]!)} ms from ${inJoin ? 'join' : 'leave'} +${Math.round(w.maxFrom[p]! - event)} ms`);
+    }
+    note(`${run.client}: join: ${pauseHistogram(joinWindow, joinEvent, staying)}`);
+    note(`${run.client}: leave: ${pauseHistogram(leaveWindow, leaveEvent, staying)}`);
+    // Lag over time (1 s steps) from B's start to the end, for the record.
+    const series = (from: number, to: number): string => {
+      const out: string[] = [];
+      for (let t = from; t <= to; t += 1_000) {
+        const s = monitor.lag.find((x) => x.t >= t);
+        if (s !== undefined) out.push(`${s.total}`);
+      }
+      return out.join(' ');
+    };
+    note(`${run.client}: lag each second from B's start: ${series(joinEvent, leaveEvent)}`);
+    note(`${run.client}: lag each second from B's stop: ${series(leaveEvent, leaveEnd)}`);
+    completed = !Number.isNaN(backAt);
+    return completed;
+  } finally {
+    delay.disable();
+    monitor.stop();
+    await load.stop();
+    f('load.records', 'records', load.acked);
+    if (load.failed > 0) note(`${run.client}: ${load.failed} load records failed: ${load.firstError}`);
+    if (load.busyTicks > 0) note(`${run.client}: the load producer had 4 sends in flight on ${load.busyTicks} ticks`);
+    if (b !== null) {
+      if (!b.exited) {
+        b.requestStop();
+        for (const limitAt = Date.now() + 25_000; !b.exited && Date.now() < limitAt;) await sleep(100);
+      }
+      await b.kill();
+      if (b.exitCode !== 0 && b.exitCode !== null) note(`${run.client}: instance B exited with code ${b.exitCode}`);
+    }
+    f('rebalance.completed', 'bool', completed ? 1 : 0);
+  }
+}
+
+async function runClient(run: ClientRun, baseline: boolean): Promise<void> {
+  const f = (name: string, unit: string, value: number): void => report(`${run.prefix}.${name}`, unit, value);
+  const dir = await mkdtemp(join(tmpdir(), 'iqgate-bench-scale-a-'));
+  let a: Instance | null = null;
+  let completed = false;
+  try {
+    let t = performance.now();
+    await createTopic(run.admin, run.topic);
+    f('topic.create.ms', 'ms', performance.now() - t);
+    t = performance.now();
+    await produceRecords(run.kafka, run.topic);
+    f('produce.ms', 'ms', performance.now() - t);
+    const inTopic = (await run.admin.fetchTopicOffsets(run.topic)).reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+    if (inTopic !== TOTAL) throw new Error(`the topic holds ${inTopic} records, expected ${TOTAL}`);
+    f('sockets.before', 'sockets', openFds().sockets);
+    if (baseline) {
+      const read = await baselineRead(run.kafka, run.topic, phaseBudget(run, 90_000, 120_000));
+      report(`scale.baseline.kafkajs.read.ms`, 'ms', read.ms);
+    }
+
+    a = createInstanceA(run, dir);
+    completed = await measureSingle(run, a);
+    if (completed && REBALANCE) {
+      if (run.deadline - Date.now() < 90_000) note(`${run.client}: ${Math.round((run.deadline - Date.now()) / 1000)} s left: join/leave phase skipped`);
+      else completed = await measureRebalance(run, a);
+    }
+
+    // stop(): last commits, leave the group, close the producers and stores
+    await sleep(1_000);
+    f('stop.tasks', 'tasks', a.runtime.localTasks().length);
+    const stopping = performance.now();
+    const stopped = await within(a.runtime.stop().then(() => true, () => true), Math.max(5_000, Math.min(40_000, run.deadline - Date.now() + 20_000)), false);
+    const stopMs = performance.now() - stopping;
+    if (stopped) f('stop.ms', 'ms', stopMs);
+    else note(`${run.client}: stop() did not return within ${Math.round(stopMs)} ms`);
+    if (stopped) a = null;
+    await sleep(200);
+    f('sockets.stopped', 'sockets', openFds().sockets);
+    f('timers.stopped', 'timers', resources().get('Timeout') ?? 0);
+  } catch (error) {
+    note(`${run.client}: failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+  } finally {
+    if (a !== null) await within(a.runtime.stop().catch(() => undefined), 25_000, undefined);
+    f('completed', 'bool', completed ? 1 : 0);
+    if (process.env.SCALE_EXPERIMENT_RD_RETRY_CONCURRENT === '1') note(`${run.client}: EXPERIMENT: instance A called sendOffsets()/init() again ${experimentRetries} times so far`);
+    await deleteTopics(run.admin, [run.topic, changelogTopic(run.applicationId, STORE)]);
+    await run.admin.deleteGroups([run.applicationId]).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+    summarizeLog(`${run.client} A`, join(run.logDir, `${run.client}-A.log`));
+    summarizeLog(`${run.client} B`, join(run.logDir, `${run.client}-B.log`));
+  }
+}
+
+/** The commit measured, and the files of src/ changed in the working tree (other work in progress is measured too). */
+function sourceState(): string {
+  const git = (...args: string[]): string => spawnSync('git', args, { encoding: 'utf8', cwd: fileURLToPath(new URL('..', import.meta.url)) }).stdout ?? '';
+  const changed = git('status', '--porcelain', '--', 'src').split('\n').filter((l) => l.length > 3).map((l) => l.slice(3));
+  return `git ${git('rev-parse', '--short', 'HEAD').trim() || '?'}${changed.length > 0 ? ` + uncommitted changes in ${changed.join(', ')}` : ', src/ clean'}`;
 }
 
 async function main(): Promise<void> {
@@ -328,67 +1129,54 @@ async function main(): Promise<void> {
     process.exit(2);
   }, BUDGET_MS + 30_000);
   hard.unref();
-  note(`${N} partitions × ${RECORDS} records; budget ${BUDGET_MS / 1000} s`);
+  const experiments = applyExperiments();
+  if (experiments.length > 0) note(`EXPERIMENT (not the runtime as shipped): ${experiments.join('; ')}`);
+  note(`source: ${sourceState()}`);
+  note(`${N} partitions × ${RECORDS} records; clients ${CLIENTS.join(', ')}; join/leave ${REBALANCE ? `at ${LOAD_RATE} records/s` : 'skipped'}; budget ${BUDGET_MS / 1000} s; load average ${load1()}`);
   const broker = await brokers();
   // Quiet: right after topic creation kafkajs logs (and retries) NOT_LEADER and coordinator-not-available errors.
   const kafka = new Kafka({ clientId: 'bench-scale', brokers: broker.brokers, logLevel: logLevel.NOTHING });
   const admin: Admin = kafka.admin();
-  const topic = `bench-scale-${suffix}`;
-  const dir = await mkdtemp(join(tmpdir(), 'iqgate-bench-scale-'));
-  const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
-  process.on('exit', removeDir);
-  let runtime: Runtime | null = null;
-  let completed = false;
+  const logDir = mkdtempSync(join(tmpdir(), 'iqgate-bench-scale-logs-'));
+  note(`instance logs in ${logDir}`);
   try {
     await admin.connect();
-    let t = performance.now();
-    await admin.createTopics({ waitForLeaders: true, timeout: 120_000, topics: [{ topic, numPartitions: N }] });
-    await waitServable(admin, topic);
-    report(`create topic of ${N} partitions (until servable)`, 'ms', performance.now() - t);
-    t = performance.now();
-    await produceRecords(kafka, topic);
-    report(`produce ${TOTAL} records`, 'ms', performance.now() - t);
-    const inTopic = (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
-    if (inTopic !== TOTAL) throw new Error(`the topic holds ${inTopic} records, expected ${TOTAL}`);
-    const before = openFds();
-    report('open sockets before the runtime', 'sockets', before.sockets);
-
     await warmCoordinators(kafka, admin);
-    const baseline = await baselineRead(kafka, topic);
-    report(`baseline: plain kafkajs consumer, first full read of ${TOTAL} records`, 'ms', baseline.ms);
-
-    const measured = await measureRuntime(broker.brokers, topic, dir);
-    runtime = measured.runtime;
-    completed = measured.completed;
-
-    // 4. stop(): last commits, leave the group, close N producers and stores
-    const stopping = performance.now();
-    const stopped = await within(runtime.stop().then(() => true, () => true), phaseBudget(60_000, 15_000), false);
-    const stopMs = performance.now() - stopping;
-    if (stopped) report(`stop() with ${N} tasks (last commits, leave group, close)`, 'ms', stopMs);
-    else note(`stop() did not return within ${Math.round(stopMs)} ms`);
-    runtime = stopped ? null : runtime;
-    await sleep(200);
-    const after = openFds();
-    report('open sockets after stop', 'sockets', after.sockets);
-    report('active timers after stop', 'timers', resources().get('Timeout') ?? 0);
-  } finally {
-    if (runtime !== null) await within(runtime.stop().catch(() => undefined), 25_000, undefined);
-    report('completed', 'bool', completed ? 1 : 0);
-    report('bench wall time', 's', (Date.now() - began) / 1000);
-    await figures.write('scale');
-    if (!broker.local) {
-      await admin.deleteTopics({ topics: [topic, `bench-scale-${suffix}-${STORE}-changelog`] }).catch(() => undefined);
-      await admin.deleteGroups([`bench-scale-plain-${suffix}`, `bench-scale-${suffix}`]).catch(() => undefined);
+    for (const [i, client] of CLIENTS.entries()) {
+      // An equal share of what is left, keeping 20 s for the end.
+      const share = (deadline - 20_000 - Date.now()) / (CLIENTS.length - i);
+      const run: ClientRun = {
+        client,
+        prefix: `scale.${client}`,
+        kafka,
+        admin,
+        brokers: broker.brokers,
+        topic: `bench-scale-${client}-${suffix}`,
+        applicationId: `bench-scale-${client}-${suffix}`,
+        deadline: Date.now() + share,
+        logDir,
+        sessionTimeoutMs: SESSION_TIMEOUT_MS[client],
+      };
+      note(`${client}: ${Math.round(share / 1000)} s for this client`);
+      await runClient(run, i === 0);
     }
+  } finally {
+    report('scale.wall.s', 's', (Date.now() - began) / 1000);
+    await figures.write('scale');
+    await admin.deleteGroups([`bench-scale-plain-${suffix}`]).catch(() => undefined);
     await admin.disconnect().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
     const stoppingBroker = Date.now();
     await broker.stop();
     if (broker.local) note(`broker stopped in ${Date.now() - stoppingBroker} ms`);
     clearTimeout(hard);
-    note(`still active at exit: ${JSON.stringify(Object.fromEntries(resources()))}`);
+    note(`load average at the end ${load1()}; still active at exit: ${JSON.stringify(Object.fromEntries(resources()))}`);
   }
 }
 
 await main();
+// Handles a stopped runtime left open (reported above as sockets.stopped and "still active at
+// exit") must not keep the bench running.
+setTimeout(() => {
+  console.error(`bench:scale: exiting with handles still open: ${JSON.stringify(Object.fromEntries(resources()))}`);
+  process.exit(0);
+}, 2_000).unref();

@@ -43,8 +43,10 @@ export interface InstanceCommitterDeps {
   readonly logger: TaskLogger;
   readonly onCommit?: (outcome: InstanceCommitOutcome) => void;
   readonly onCommitStep?: (step: CommitStep, taskId: string) => void;
-  /** The cycle failed: roll these tasks back and re-open them (TaskRecovery). */
+  /** The cycle failed with an unknown outcome: roll these tasks back and re-open them (TaskRecovery). */
   readonly onFailed: (tasks: readonly StreamTask[], error: unknown) => Promise<void>;
+  /** The cycle's transaction was aborted for sure: rewind these tasks to their last commit (StreamTask.rewindToCommitted) and seek. */
+  readonly onRewound: (tasks: readonly StreamTask[], error: unknown) => Promise<void>;
 }
 
 /** Longest synchronous stretch of a commit cycle (cutting tasks, producing their output) before it yields. */
@@ -181,12 +183,21 @@ export class InstanceCommitter {
       offsetsAdded = clock();
       await producer.commit();
     } catch (error) {
-      this.needsInit = true;
       for (const cut of cuts) cut.store.abandon();
-      // No abort here: the next ready() initialises the producer afresh, and its InitProducerId
-      // aborts whatever this transaction left open (an abort would only wait on a broker that
-      // may be gone, while the tasks hold uncommitted work).
-      await this.deps.onFailed(cuts.map((cut) => cut.task), error);
+      const tasks = cuts.map((cut) => cut.task);
+      // A transaction the broker confirms aborted (typically offsets refused during a rebalance:
+      // a stale generation) has a known outcome: the tasks rewind in memory and go on. Otherwise
+      // (fenced, broker away, timed out) the outcome is unknown: they are rolled back and
+      // re-opened — a new InitProducerId settles the transaction, restore replays whatever it
+      // committed — and the producer is initialised again first.
+      if (await producer.abortAfterFailure()) {
+        this.deps.logger.info({ err: error, tasks: tasks.length }, 'transaction aborted; its tasks rewind to their last commit and go on');
+        await this.deps.onRewound(tasks, error);
+        return;
+      }
+      this.needsInit = true;
+      this.deps.logger.warn({ err: error, tasks: tasks.length }, 'commit failed with an unknown outcome: its tasks are rolled back and re-opened');
+      await this.deps.onFailed(tasks, error);
       return;
     }
     step('after-kafka-commit');

@@ -173,6 +173,13 @@ export interface StreamProducerPort {
   commit(): Promise<void>;
   /** Aborts the open transaction, if any (failures are for init() to settle). */
   abort(): Promise<void>;
+  /**
+   * After a failed sendOffsets()/commit(): aborts the transaction and resolves true only when the
+   * broker confirmed it — the outcome is then known (nothing of it committed) and the producer
+   * can begin the next transaction. False: the outcome stays unknown (fenced, fatal, broker
+   * away, timed out) and the caller must init() again.
+   */
+  abortAfterFailure(): Promise<boolean>;
   close(): Promise<void>;
 }
 

@@ -105,6 +105,14 @@ export class StreamTask {
   private lastCommit = 0;
   /** Next input offset expected per source topic (the consumed position, committed at the next commit). */
   readonly nextOffsets = new Map<string, number>();
+  /** The input position of the last commit (or of the open): where a rolled-back task resumes. */
+  private readonly committedOffsets = new Map<string, number>();
+  /**
+   * Changelog ends read after an aborted transaction (store name → offset): its records and
+   * marker moved the true end by an amount only the broker knows, so the next store commit
+   * counts from here (rewindToCommitted).
+   */
+  private changelogFloor: Record<string, number> = {};
 
   private readonly inbox = new RecordInbox();
   /** Records processed in the open transaction, kept to replay them after a processor error. */
@@ -218,7 +226,11 @@ export class StreamTask {
   /** Starts processing at the committed input offsets; drops whatever was buffered. */
   startAt(offsets: ReadonlyMap<string, number>, now: number): void {
     this.nextOffsets.clear();
-    for (const [topic, offset] of offsets) this.nextOffsets.set(topic, offset);
+    this.committedOffsets.clear();
+    for (const [topic, offset] of offsets) {
+      this.nextOffsets.set(topic, offset);
+      this.committedOffsets.set(topic, offset);
+    }
     this.inbox.clear();
     this.lastCommit = now;
   }
@@ -476,12 +488,42 @@ export class StreamTask {
       if (record.partition === this.partition && this.changelogStores.has(record.topic)) written.set(record.topic, (written.get(record.topic) ?? 0) + 1);
     }
     const offsets: Record<string, number> = { ...stores.changelogOffsets() };
+    for (const [store, floor] of Object.entries(this.changelogFloor)) offsets[store] = Math.max(offsets[store] ?? 0, floor);
+    this.changelogFloor = {};
     for (const [topic, count] of written) {
       const store = this.changelogStores.get(topic)!;
       offsets[store] = (offsets[store] ?? 0) + count + 1;
     }
     await cut.store.write(offsets);
+    for (const o of cut.offsets) this.committedOffsets.set(o.topic, o.offset);
     this.lastCommit = now;
+  }
+
+  /** The changelog topics of this task's stores. */
+  changelogTopics(): Iterable<string> {
+    return this.changelogStores.keys();
+  }
+
+  /**
+   * Exactly-once v2, after a transaction whose abort the broker confirmed: back to the last
+   * commit in memory — everything processed since is dropped, the input position goes back to
+   * the committed one (the caller seeks the consumer there) — and the task stays RUNNING. Its
+   * stores hold exactly the committed state (the aborted cut was abandoned), so nothing needs
+   * restoring, and the task resumes at once. `changelogEnds` (changelog topic → this partition's
+   * read_committed end, read after the abort) is where the next store commit counts from.
+   */
+  rewindToCommitted(changelogEnds: ReadonlyMap<string, number>): ReadonlyMap<string, number> {
+    this.dropUncommitted();
+    // Read after the abort and before the next transaction: at most the true end, so counting on
+    // from it stays exact or below (see completeCut).
+    for (const [topic, end] of changelogEnds) {
+      const store = this.changelogStores.get(topic);
+      if (store !== undefined) this.changelogFloor[store] = Math.max(this.changelogFloor[store] ?? 0, end);
+    }
+    this.inbox.clear();
+    this.nextOffsets.clear();
+    for (const [topic, offset] of this.committedOffsets) this.nextOffsets.set(topic, offset);
+    return this.committedOffsets;
   }
 
   /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */

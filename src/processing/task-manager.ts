@@ -126,7 +126,38 @@ export class TaskManager implements ConsumerHandlers {
       },
       ...(deps.events.onCommitStep ? { onCommitStep: deps.events.onCommitStep } : {}),
       onFailed: async (tasks, error) => {
-        await Promise.all(tasks.map((task) => this.recovery.recover(task, error)));
+        await Promise.all(tasks.map((task) => this.recovery.recover(task, error, { logged: true })));
+        this.scheduleLoop();
+      },
+      onRewound: async (tasks, error) => {
+        // The changelog ends after the abort, read before the next transaction can begin (this
+        // runs inside the commit cycle). Unreadable: the tasks take the slow path (re-open).
+        const topics = new Set(tasks.flatMap((task) => [...task.changelogTopics()]));
+        const ends = new Map<string, Map<number, number>>();
+        try {
+          for (const topic of topics) ends.set(topic, await deps.ports.admin.endOffsets(topic));
+        } catch (readError) {
+          deps.logger.warn({ err: readError }, 'reading the changelog ends after an abort failed: the tasks are re-opened');
+          await Promise.all(tasks.map((task) => this.recovery.recover(task, error, { logged: true })));
+          this.scheduleLoop();
+          return;
+        }
+        for (const task of tasks) {
+          // Revoked tasks too (their partitions are going, and their last commit must not carry
+          // the position past the aborted records); a task suspended since has dropped its work.
+          if (task.state !== 'RUNNING') continue;
+          const taskEnds = new Map<string, number>();
+          for (const topic of task.changelogTopics()) {
+            const end = ends.get(topic)?.get(task.partition);
+            if (end !== undefined) taskEnds.set(topic, end);
+          }
+          const offsets = task.rewindToCommitted(taskEnds);
+          if (task.revoked) continue;
+          for (const tp of task.sourcePartitions) {
+            const offset = offsets.get(tp.topic);
+            if (offset !== undefined) deps.ports.consumer.seek({ ...tp, offset });
+          }
+        }
         this.scheduleLoop();
       },
     });

@@ -50,11 +50,13 @@ export class TaskRecovery {
    * A fenced task waits for the rebalance that is surely coming before it takes the partition back,
    * so that a thawed zombie does not fence the new owner in turn.
    */
-  async recover(task: StreamTask, error: unknown): Promise<void> {
+  async recover(task: StreamTask, error: unknown, options: { readonly logged?: boolean } = {}): Promise<void> {
     const fenced = isIqgateError(error, 'PRODUCER_FENCED');
     const attempts = (this.failures.get(task.id) ?? 0) + 1;
     this.failures.set(task.id, attempts);
-    this.deps.logger.warn({ taskId: task.id, err: error, fenced, attempts }, 'commit failed: task rolled back and will be re-initialised');
+    // `logged`: the caller said it once for many tasks (a failed instance transaction).
+    const log = options.logged === true ? this.deps.logger.info.bind(this.deps.logger) : this.deps.logger.warn.bind(this.deps.logger);
+    log({ taskId: task.id, err: error, fenced, attempts }, 'commit failed: task rolled back and will be re-initialised');
     const producer = task.rollBackAndSuspend();
     this.deps.ports.consumer.pause(task.sourcePartitions);
     await discardProducer(producer);

@@ -167,6 +167,10 @@ class FakeProducer implements TaskProducer {
   async commit(): Promise<void> {
     this.broker.calls.push('commit');
     if (this.failures.commit) throw new IqgateError('KAFKA_ERROR', 'injected commit failure', { retriable: true });
+    if ((this.failures.commitFailures ?? 0) > 0) {
+      this.failures.commitFailures = (this.failures.commitFailures ?? 0) - 1;
+      throw new IqgateError('KAFKA_ERROR', 'injected commit failure', { retriable: true });
+    }
     if (this.transactionalId === null) return;
     this.broker.checkEpoch(this.transactionalId, this.epoch);
     this.broker.endTxn(this.transactionalId, true, this.pendingOffsets, this.groupId);
@@ -232,6 +236,12 @@ export class FakeStreamProducer implements StreamProducerPort {
     this.produced = 0;
     await this.inner.abort();
   }
+  /** Known abort unless `failures.abortUnknown` (a fenced or unreachable producer). */
+  async abortAfterFailure(): Promise<boolean> {
+    if (this.failures.abortUnknown === true) return false;
+    await this.abort();
+    return true;
+  }
   async close(): Promise<void> {}
 }
 
@@ -241,7 +251,14 @@ function hash(bytes: Buffer): number {
   return h;
 }
 
-export interface FakeFailures { send: boolean; commit: boolean }
+export interface FakeFailures {
+  send: boolean;
+  commit: boolean;
+  /** Fails this many commits, then none. */
+  commitFailures?: number;
+  /** abortAfterFailure() cannot confirm the abort. */
+  abortUnknown?: boolean;
+}
 
 export class FakeConsumer implements GroupConsumerPort {
   handlers: ConsumerHandlers | null = null;

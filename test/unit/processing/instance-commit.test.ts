@@ -95,7 +95,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
     }
   });
 
-  it('rolls back every task of a failed transaction and re-processes from the committed offsets, exactly once', async () => {
+  it('rewinds every task of a transaction whose abort the broker confirmed, in memory: they stay RUNNING and re-process exactly once', async () => {
     const h = await startTwoPartitions();
     send(h.broker, 'in', 0, 'a', 'x0');
     send(h.broker, 'in', 1, 'b', 'y0');
@@ -105,10 +105,73 @@ describe('exactly-once v2: one transaction for the instance', () => {
     send(h.broker, 'in', 0, 'a', 'x1');
     send(h.broker, 'in', 1, 'b', 'y1');
     await h.pump();
+    h.broker.calls.length = 0;
     h.failures.commit = true;
     await h.commitAll();
     h.failures.commit = false;
-    // Both tasks were in the failed transaction: rolled back to their last commit, then re-opened.
+    // Known outcome: no re-open (no InitProducerId, no SUSPENDED), the uncommitted work is gone.
+    expect(h.manager.localTasks().map((t) => t.state)).toEqual(['RUNNING', 'RUNNING']);
+    expect(h.broker.calls.filter((c) => c.startsWith('init:'))).toEqual([]);
+    expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
+    expect(await h.counts('counts', 1, false)).toEqual(new Map([['b', 1]]));
+
+    await h.pump(); // the consumer was sought back to the committed offsets
+    await h.commitAll();
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['a', 2]]));
+    expect(await h.counts('counts', 1, true)).toEqual(new Map([['b', 2]]));
+    expect(outputCounts(h, 'a')).toEqual([1, 2]);
+    expect(outputCounts(h, 'b')).toEqual([1, 2]);
+    expect(h.broker.groupOffsets.get('app:in:0')).toBe(2);
+  });
+
+  it('never commits past the records of an aborted transaction for a task revoked while it was in flight', async () => {
+    const h = await startTwoPartitions();
+    send(h.broker, 'in', 0, 'a', 'x0');
+    await h.pump();
+    await h.commitAll();
+    send(h.broker, 'in', 0, 'a', 'x1');
+    send(h.broker, 'in', 0, 'a', 'x2');
+    await h.pump();
+    let release!: () => void;
+    h.producer.hold = new Promise((resolve) => { release = resolve; });
+    h.failures.commitFailures = 1;
+    const inFlight = h.commitAll();
+    await waitFor(() => h.steps.includes('0_0:after-send-offsets'));
+    // Processing goes on meanwhile (x3 is processed after the cut)...
+    send(h.broker, 'in', 0, 'a', 'x3');
+    await h.pump();
+    // ...and a cooperative rebalance takes partition 0 while its transaction commits — and fails.
+    const revoked = h.manager.onRevoked([{ topic: 'in', partition: 0 }], false);
+    h.producer.hold = null;
+    release();
+    await inFlight;
+    await revoked;
+    expect(h.failures.commitFailures).toBe(0);
+    // The records of the aborted transaction are not committed, and neither is an offset past
+    // them (the task's last commit on close would otherwise carry x3's position): the next
+    // owner starts at x1.
+    expect(h.broker.groupOffsets.get('app:in:0')).toBe(1);
+    expect(outputCounts(h, 'a')).toEqual([1]);
+  });
+
+  it('rolls back and re-opens every task of a transaction with an unknown outcome, and re-processes exactly once', async () => {
+    const h = await startTwoPartitions();
+    h.failures.abortUnknown = true;
+    send(h.broker, 'in', 0, 'a', 'x0');
+    send(h.broker, 'in', 1, 'b', 'y0');
+    await h.pump();
+    await h.commitAll();
+
+    send(h.broker, 'in', 0, 'a', 'x1');
+    send(h.broker, 'in', 1, 'b', 'y1');
+    await h.pump();
+    h.broker.calls.length = 0;
+    h.failures.commit = true;
+    await h.commitAll();
+    h.failures.commit = false;
+    // Both tasks were in the failed transaction: rolled back to their last commit, then re-opened
+    // after a new InitProducerId.
+    expect(h.manager.localTasks().some((t) => t.state !== 'RUNNING')).toBe(true);
     expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
     expect(await h.counts('counts', 1, false)).toEqual(new Map([['b', 1]]));
     await waitFor(() => h.manager.localTasks().every((t) => t.state === 'RUNNING'));
@@ -120,6 +183,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
     // The aborted transaction's output is never read; each update is there once.
     expect(outputCounts(h, 'a')).toEqual([1, 2]);
     expect(outputCounts(h, 'b')).toEqual([1, 2]);
+    expect(h.broker.calls.filter((c) => c.startsWith('init:'))).toEqual(['init:app-instance-1']);
     expect(h.fatal).toEqual([]);
   });
 
