@@ -8,6 +8,7 @@ import type { InputRecord, KafkaPorts, TopicPartition } from '../../../src/proce
 import type { KafkaPortsCapabilities, KafkaPortsDriver, PortsConfig } from '../../contract/kafka-ports-contract.js';
 import { kafkajs, uniqueName } from '../../support/kafka.js';
 import { brokers } from '../processing/brokers.js';
+import { createTopics } from '../processing/wordcount-harness.js';
 
 /** Group timings that keep rebalances short (a broker allows sessions from 6 s). */
 export const FAST_GROUP = { sessionTimeoutMs: 6_000, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, maxWaitTimeMs: 100 } as const;
@@ -51,7 +52,7 @@ export function realBrokerDriver(adapter: RealBrokerAdapter): KafkaPortsDriver {
     testTimeoutMs: 40_000,
     createTopics: async (topics, partitions) => {
       admin ??= connected(kafka.admin());
-      await (await admin).createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions })) });
+      await createTopics(await admin, topics, partitions);
     },
     createPorts: (config) => adapter.createPorts(addresses, config),
     createUnreachablePorts: (config) => adapter.createPorts(['127.0.0.1:1'], config),

@@ -24,8 +24,22 @@ export function until(what: string, predicate: () => boolean | Promise<boolean>,
   return waitFor(predicate, timeoutMs, intervalMs, what);
 }
 
+/**
+ * Creates the topics and waits for their leaders. A broker busy creating and deleting many
+ * topics (the whole suite on 2 cores) may answer kafkajs' metadata wait with
+ * UNKNOWN_TOPIC_OR_PARTITION for a topic it has just created, which kafkajs does not retry
+ * (seen in CI): ask again, a few times.
+ */
 export async function createTopics(admin: Admin, topics: readonly string[], partitions: number): Promise<void> {
-  await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions })) });
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions })) });
+      return;
+    } catch (error) {
+      if ((error as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION' || attempt >= 10) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+    }
+  }
 }
 
 export interface WordcountSuite {
