@@ -25,21 +25,14 @@
  */
 import type { Cluster, Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { ConsumerHandlers, GroupConsumerPort, InputRecord, PartitionOwner, TopicPartition, TopicPartitionOffset } from '../processing/ports.js';
+import type { GroupSettings } from './group-settings.js';
 import { toIqgateError } from './kafka-errors.js';
 import { PartitionOwnerTracker } from './partition-owner-tracker.js';
 import { taskAssigner } from './task-assigner.js';
 
-export interface GroupConsumerOptions {
-  readonly groupId: string;
-  readonly topics: readonly string[];
+export interface GroupConsumerOptions extends GroupSettings {
   /** Source topics of each sub-topology, for the task-aware assigner. */
   readonly taskGroups: ReadonlyArray<readonly string[]>;
-  readonly sessionTimeoutMs?: number;
-  readonly heartbeatIntervalMs?: number;
-  readonly rebalanceTimeoutMs?: number;
-  readonly maxWaitTimeMs?: number;
-  readonly maxBytesPerPartition?: number;
-  readonly maxBytes?: number;
   /** This member's GraphQL URL, advertised in its group metadata (absent: none). */
   readonly advertisedUrl?: string;
   /** Sees failures of the background partition-owner refresh (describeGroup). */

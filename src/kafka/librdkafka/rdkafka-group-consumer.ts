@@ -25,24 +25,16 @@
  */
 import type { KafkaConsumer, LibrdKafkaError, Message, TopicPartition as RdTopicPartition } from '@confluentinc/kafka-javascript';
 import type { ConsumerHandlers, GroupConsumerPort, Headers, InputRecord, TopicPartition, TopicPartitionOffset } from '../../processing/ports.js';
+import type { GroupSettings } from '../group-settings.js';
 import type { KafkaLogSink } from '../kafka-client.js';
 import type { RdkafkaModule } from './native.js';
 import { fromRdkafkaError } from './rdkafka-errors.js';
 
-export interface RdkafkaGroupConsumerOptions {
+export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   readonly brokers: readonly string[];
   readonly clientId: string;
-  readonly groupId: string;
-  readonly topics: readonly string[];
   /** group.instance.id (static membership); absent: a dynamic member. */
   readonly groupInstanceId?: string;
-  readonly sessionTimeoutMs?: number;
-  readonly heartbeatIntervalMs?: number;
-  /** max.poll.interval.ms: how long a rebalance may wait for onRevoked. */
-  readonly rebalanceTimeoutMs?: number;
-  readonly maxWaitTimeMs?: number;
-  readonly maxBytesPerPartition?: number;
-  readonly maxBytes?: number;
   /** Records per consume() call. */
   readonly batchSize?: number;
   readonly log?: KafkaLogSink;

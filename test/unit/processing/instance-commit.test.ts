@@ -28,6 +28,17 @@ function outputCounts(h: Harness, key: string): number[] {
     .map((r) => serdes.int32.deserialize(r.value as Buffer));
 }
 
+/** a → 1 and b → 1 committed; a → 2 and b → 2 processed, not committed. */
+async function commitOneThenProcessAnother(h: Harness): Promise<void> {
+  send(h.broker, 'in', 0, 'a', 'x0');
+  send(h.broker, 'in', 1, 'b', 'y0');
+  await h.pump();
+  await h.commitAll();
+  send(h.broker, 'in', 0, 'a', 'x1');
+  send(h.broker, 'in', 1, 'b', 'y1');
+  await h.pump();
+}
+
 describe('exactly-once v2: one transaction for the instance', () => {
   it('commits the work of every task in one transaction, with the input offsets of all of them', async () => {
     const h = await startTwoPartitions();
@@ -97,14 +108,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
 
   it('rewinds every task of a transaction whose abort the broker confirmed, in memory: they stay RUNNING and re-process exactly once', async () => {
     const h = await startTwoPartitions();
-    send(h.broker, 'in', 0, 'a', 'x0');
-    send(h.broker, 'in', 1, 'b', 'y0');
-    await h.pump();
-    await h.commitAll();
-
-    send(h.broker, 'in', 0, 'a', 'x1');
-    send(h.broker, 'in', 1, 'b', 'y1');
-    await h.pump();
+    await commitOneThenProcessAnother(h);
     h.broker.calls.length = 0;
     h.failures.commit = true;
     await h.commitAll();
@@ -157,14 +161,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
   it('rolls back and re-opens every task of a transaction with an unknown outcome, and re-processes exactly once', async () => {
     const h = await startTwoPartitions();
     h.failures.abortUnknown = true;
-    send(h.broker, 'in', 0, 'a', 'x0');
-    send(h.broker, 'in', 1, 'b', 'y0');
-    await h.pump();
-    await h.commitAll();
-
-    send(h.broker, 'in', 0, 'a', 'x1');
-    send(h.broker, 'in', 1, 'b', 'y1');
-    await h.pump();
+    await commitOneThenProcessAnother(h);
     h.broker.calls.length = 0;
     h.failures.commit = true;
     await h.commitAll();
