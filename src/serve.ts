@@ -41,6 +41,6 @@ export async function serve(runtime: Runtime, options: ServeOptions = {}): Promi
     registerProcessingMetrics(metrics, runtime);
   }
   const gateway = createGateway({ ...gatewayOptions, provider: new RuntimeStateProvider(runtime), ...(metrics === undefined ? {} : { metrics }) });
-  const listening = await listenGateway(gateway, { port, host });
+  const listening = await listenGateway(gateway, { port, host, onRequest: () => runtime.requestStarted() });
   return { ...listening, gateway, metrics };
 }

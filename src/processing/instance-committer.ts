@@ -52,7 +52,7 @@ export interface InstanceCommitterDeps {
 /** Longest synchronous stretch of a commit cycle (cutting tasks, producing their output) before it yields. */
 const SLICE_MS = 5;
 /** Records handed to the producer in one call. */
-const PRODUCE_CHUNK = 2000;
+const PRODUCE_CHUNK = 500;
 
 function yieldToIo(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));

@@ -66,6 +66,12 @@ export interface TaskManagerDeps {
   readonly logger: TaskManagerLogger;
   readonly events: TaskManagerEvents;
   readonly clock?: () => number;
+  /**
+   * The processing slice to use now (ms), asked before each slice; default
+   * options.processingSliceMs. The runtime shortens it while queries are in flight, so that
+   * they wait behind less processing.
+   */
+  readonly sliceMs?: () => number;
 }
 
 export class TaskManager implements ConsumerHandlers {
@@ -79,6 +85,8 @@ export class TaskManager implements ConsumerHandlers {
   private readonly backpressured = new Set<StreamTask>();
   /** Records buffered across tasks, as counted by readyForMore() (cooperative consumers). */
   private bufferedTotal = 0;
+  /** Where the next processing slice starts its round over the tasks. */
+  private nextTaskIndex = 0;
   readonly control: ControlQueue;
   private loopScheduled = false;
   private commitTimer: NodeJS.Timeout | null = null;
@@ -402,14 +410,22 @@ export class TaskManager implements ConsumerHandlers {
     this.loopScheduled = false;
     if (this.stopping || this.failed || this.overBudgetAt !== null) return;
     const started = this.clock();
-    const deadline = started + this.deps.options.processingSliceMs;
+    const deadline = started + (this.deps.sliceMs?.() ?? this.deps.options.processingSliceMs);
     let total = 0;
     let more = false;
     try {
+      // Round-robin across slices: each slice starts after the task the previous one reached,
+      // so a task late in the map is never starved by the ones before it (a slice can end
+      // before reaching it: with a backlog, the first tasks alone fill the slice).
+      const tasks = [...this.tasks.values()];
+      const first = tasks.length === 0 ? 0 : this.nextTaskIndex % tasks.length;
       let progressed = true;
       while (progressed && this.clock() < deadline) {
         progressed = false;
-        for (const task of this.tasks.values()) {
+        for (let i = 0; i < tasks.length; i += 1) {
+          const index = (first + i) % tasks.length;
+          const task = tasks[index]!;
+          this.nextTaskIndex = index + 1;
           if (!task.canProcess()) continue;
           const n = task.processSome(200, deadline, this.clock, () => this.overBudgetAt !== null);
           total += n;

@@ -35,6 +35,9 @@ import { StoreLocator, type LocalStore, type TaskOwner } from './store-locator.j
 export { sourceTopicGroups } from './prepare-topics.js';
 export type { LocalStore, TaskOwner } from './store-locator.js';
 
+/** The processing slice while gateway requests wait (Runtime.requestStarted). */
+const QUERY_SLICE_MS = 1;
+
 export type RuntimeState = 'CREATED' | 'STARTING' | 'RUNNING' | 'STOPPING' | 'STOPPED' | 'FAILED';
 
 const RUNTIME_TRANSITIONS: Readonly<Record<RuntimeState, readonly RuntimeState[]>> = {
@@ -91,6 +94,8 @@ export class Runtime {
    */
   kafkaError: IqgateError | null = null;
   private advertised: string | undefined;
+  /** HTTP requests being answered (serve()): processing runs in short slices while any wait. */
+  private requestsInFlight = 0;
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
@@ -140,6 +145,7 @@ export class Runtime {
         ports,
         engine: this.engine,
         logger: this.logger.child({ component: 'tasks' }),
+        sliceMs: () => (this.requestsInFlight > 0 ? Math.min(QUERY_SLICE_MS, o.processingSliceMs) : o.processingSliceMs),
         events: {
           onInstanceCommit: (outcome) => {
             this.metrics.commitLatency.add(outcome.durationMs);
@@ -280,6 +286,24 @@ export class Runtime {
   private async release(): Promise<void> {
     await this.ports?.close().catch(() => undefined);
     if (this.config.storeEngine === undefined) await this.engine?.close().catch(() => undefined);
+  }
+
+  /**
+   * A request to the gateway started; call the returned function when it is answered. While any
+   * is in flight the processing loop yields after at most `QUERY_SLICE_MS` instead of
+   * `processingSliceMs`: a query waits behind at most that much processing per event-loop turn
+   * (bench:query:busy measured 1 ms slices throughout at busy/idle query rate 0.23 → 0.60 and
+   * p99 ratio 7.3 → 2.1 on librdkafka; shortening them only while requests wait keeps the
+   * longer slices, and their throughput, when nobody queries).
+   */
+  requestStarted(): () => void {
+    this.requestsInFlight += 1;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.requestsInFlight -= 1;
+    };
   }
 
   /** For the query layer: every store with its serdes and partition count. */

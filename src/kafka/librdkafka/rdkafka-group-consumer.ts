@@ -35,7 +35,7 @@ export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   readonly clientId: string;
   /** group.instance.id (static membership); absent: a dynamic member. */
   readonly groupInstanceId?: string;
-  /** Records per consume() call. */
+  /** Records per consume() call (default 500: turning them into JavaScript objects is one synchronous stretch). */
   readonly batchSize?: number;
   readonly log?: KafkaLogSink;
 }
@@ -128,7 +128,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       return;
     }
     const seq = ++this.consumeSeq;
-    this.consumer.consume(this.options.batchSize ?? 1000, (err, messages) => {
+    this.consumer.consume(this.options.batchSize ?? 500, (err, messages) => {
       if (err && !BENIGN.has(err.code)) this.onClientError(err);
       else if (messages !== undefined && messages.length > 0) this.deliver(seq, messages);
       if (this.seekGates.size > 0) this.openGates(seq);
