@@ -10,16 +10,23 @@ export function registerProcessingMetrics(registry: Registry, runtime: Runtime, 
   const gauge = (name: string, help: string, read: () => number): void => {
     registry.registerMetric(new Gauge({ name: `${prefix}${name}`, help, registers: [], collect() { this.set(read()); } }));
   };
-  gauge('commits_total', 'Task commits completed (exactly-once: Kafka transaction + store commit).', () => runtime.metricsSnapshot().commits);
-  gauge('records_committed_total', 'Input records processed in committed transactions.', () => runtime.metricsSnapshot().recordsCommitted);
-  gauge('commit_latency_p50_ms', 'Commit latency, median over recent commits.', () => runtime.metricsSnapshot().commitLatencyP50Ms);
-  gauge('commit_latency_p99_ms', 'Commit latency, 99th percentile over recent commits.', () => runtime.metricsSnapshot().commitLatencyP99Ms);
-  gauge('processing_slice_p99_ms', 'Longest synchronous processing slices (p99).', () => runtime.metricsSnapshot().sliceP99Ms);
-  gauge('control_queue_depth', 'Control operations waiting (open/close/commit/rollback).', () => runtime.metricsSnapshot().controlQueueDepth);
-  gauge('control_queue_max_depth', 'Highest control-queue depth seen.', () => runtime.metricsSnapshot().controlQueueMaxDepth);
-  gauge('control_queue_wait_p99_ms', 'Time control operations waited in the queue (p99).', () => runtime.metricsSnapshot().controlWaitP99Ms);
-  gauge('control_queue_coalesced_total', 'Control requests coalesced with one already waiting.', () => runtime.metricsSnapshot().controlCoalesced);
-  gauge('restored_records_total', 'Changelog records replayed by restores.', () => runtime.metricsSnapshot().restoredRecords);
+  // One snapshot per scrape, not one per gauge: the gauges below are collected back to back.
+  let taken: { at: number; snapshot: ReturnType<Runtime['metricsSnapshot']> } | null = null;
+  const snapshot = (): ReturnType<Runtime['metricsSnapshot']> => {
+    const now = Date.now();
+    if (taken === null || now - taken.at > 100) taken = { at: now, snapshot: runtime.metricsSnapshot() };
+    return taken.snapshot;
+  };
+  gauge('commits_total', 'Task commits completed (exactly-once: Kafka transaction + store commit).', () => snapshot().commits);
+  gauge('records_committed_total', 'Input records processed in committed transactions.', () => snapshot().recordsCommitted);
+  gauge('commit_latency_p50_ms', 'Commit latency, median over recent commits.', () => snapshot().commitLatencyP50Ms);
+  gauge('commit_latency_p99_ms', 'Commit latency, 99th percentile over recent commits.', () => snapshot().commitLatencyP99Ms);
+  gauge('processing_slice_p99_ms', 'Longest synchronous processing slices (p99).', () => snapshot().sliceP99Ms);
+  gauge('control_queue_depth', 'Control operations waiting (open/close/commit/rollback).', () => snapshot().controlQueueDepth);
+  gauge('control_queue_max_depth', 'Highest control-queue depth seen.', () => snapshot().controlQueueMaxDepth);
+  gauge('control_queue_wait_p99_ms', 'Time control operations waited in the queue (p99).', () => snapshot().controlWaitP99Ms);
+  gauge('control_queue_coalesced_total', 'Control requests coalesced with one already waiting.', () => snapshot().controlCoalesced);
+  gauge('restored_records_total', 'Changelog records replayed by restores.', () => snapshot().restoredRecords);
   gauge('uncommitted_bytes', 'Bytes held uncommitted (write batches and dirty cache entries of all tasks), against uncommittedMaxBytes (KIP-892).', () => runtime.uncommittedBytes());
   gauge('kafka_error', '1 while the instance is out of its consumer group because of an error (runtime.kafkaError, e.g. the broker is unreachable), else 0.', () => (runtime.kafkaError === null ? 0 : 1));
   registry.registerMetric(new Gauge({
