@@ -133,41 +133,8 @@ export class TaskManager implements ConsumerHandlers {
         this.deps.events.onInstanceCommit?.(outcome);
       },
       ...(deps.events.onCommitStep ? { onCommitStep: deps.events.onCommitStep } : {}),
-      onFailed: async (tasks, error) => {
-        await Promise.all(tasks.map((task) => this.recovery.recover(task, error, { logged: true })));
-        this.scheduleLoop();
-      },
-      onRewound: async (tasks, error) => {
-        // The changelog ends after the abort, read before the next transaction can begin (this
-        // runs inside the commit cycle). Unreadable: the tasks take the slow path (re-open).
-        const topics = new Set(tasks.flatMap((task) => [...task.changelogTopics()]));
-        const ends = new Map<string, Map<number, number>>();
-        try {
-          for (const topic of topics) ends.set(topic, await deps.ports.admin.endOffsets(topic));
-        } catch (readError) {
-          deps.logger.warn({ err: readError }, 'reading the changelog ends after an abort failed: the tasks are re-opened');
-          await Promise.all(tasks.map((task) => this.recovery.recover(task, error, { logged: true })));
-          this.scheduleLoop();
-          return;
-        }
-        for (const task of tasks) {
-          // Revoked tasks too (their partitions are going, and their last commit must not carry
-          // the position past the aborted records); a task suspended since has dropped its work.
-          if (task.state !== 'RUNNING') continue;
-          const taskEnds = new Map<string, number>();
-          for (const topic of task.changelogTopics()) {
-            const end = ends.get(topic)?.get(task.partition);
-            if (end !== undefined) taskEnds.set(topic, end);
-          }
-          const offsets = task.rewindToCommitted(taskEnds);
-          if (task.revoked) continue;
-          for (const tp of task.sourcePartitions) {
-            const offset = offsets.get(tp.topic);
-            if (offset !== undefined) deps.ports.consumer.seek({ ...tp, offset });
-          }
-        }
-        this.scheduleLoop();
-      },
+      onFailed: (tasks, error) => this.recoverAll(tasks, error),
+      onRewound: (tasks, error) => this.rewindAfterAbort(tasks, error),
     });
     this.opener = new TaskOpener({
       options, ports: deps.ports, engine: deps.engine, logger: deps.logger, clock: this.clock,
@@ -282,13 +249,11 @@ export class TaskManager implements ConsumerHandlers {
       if (task === undefined || revoked.includes(task)) continue;
       revoked.push(task);
     }
-    if (lost && revoked.length > 0) {
+    if (lost) {
       // The group moved on without us (our session expired: frozen, partitioned away): another
       // member may own these partitions already. What we processed since the last commit is
       // dropped, never committed — the zombie case KIP-447's generation check also guards.
-      this.deps.logger.warn({ tasks: revoked.map((t) => t.id), fenced: true }, 'partitions lost: this member was out of its group; their uncommitted work is dropped');
-    }
-    if (lost) {
+      if (revoked.length > 0) this.deps.logger.warn({ tasks: revoked.map((t) => t.id), fenced: true }, 'partitions lost: this member was out of its group; their uncommitted work is dropped');
       for (const task of revoked) {
         task.revoke(); // takes no records and is not re-opened until assigned again
         this.backpressured.delete(task);
@@ -296,16 +261,11 @@ export class TaskManager implements ConsumerHandlers {
       }
       return;
     }
-    for (const task of revoked) {
-      task.revoke();
-      this.tasks.delete(task.id);
-      for (const tp of task.sourcePartitions) this.taskOfPartition.delete(key(tp));
-      this.backpressured.delete(task);
-    }
+    for (const task of revoked) this.forget(task);
     await Promise.all(revoked.map((task) => new Promise<void>((resolve) => {
       this.control.enqueue({ key: `close:${task.id}`, group: task.id, run: async () => {
         try {
-          await this.closeTask(task, !lost);
+          await this.closeTask(task, true);
         } finally {
           resolve();
         }
@@ -326,10 +286,7 @@ export class TaskManager implements ConsumerHandlers {
     }
     for (const [id, task] of [...this.tasks]) {
       if (wanted.has(id)) continue;
-      task.revoke();
-      this.tasks.delete(id);
-      for (const tp of task.sourcePartitions) this.taskOfPartition.delete(key(tp));
-      this.backpressured.delete(task);
+      this.forget(task);
       this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, true) });
     }
     const consumer = this.deps.ports.consumer;
@@ -347,10 +304,7 @@ export class TaskManager implements ConsumerHandlers {
         if (existing.state === 'RUNNING') {
           // Retained: continue from our own position, not the broker-committed one (a
           // cooperative consumer keeps its positions: nothing to do).
-          if (!consumer.cooperative) for (const tp of existing.sourcePartitions) {
-            const offset = existing.nextOffsets.get(tp.topic);
-            if (offset !== undefined) consumer.seek({ ...tp, offset });
-          }
+          if (!consumer.cooperative) this.seekTo(existing, existing.nextOffsets);
           if (this.backpressured.has(existing)) consumer.pause(existing.sourcePartitions);
         } else {
           consumer.pause(existing.sourcePartitions);
@@ -449,6 +403,59 @@ export class TaskManager implements ConsumerHandlers {
   }
 
   // ---- commits ----
+
+  /** The task leaves the assignment: it takes no more records and is no longer routed to. */
+  private forget(task: StreamTask): void {
+    task.revoke();
+    this.tasks.delete(task.id);
+    for (const tp of task.sourcePartitions) this.taskOfPartition.delete(key(tp));
+    this.backpressured.delete(task);
+  }
+
+  /** Moves the consumer's position of the task's source partitions to `offsets` (topic → offset). */
+  private seekTo(task: StreamTask, offsets: ReadonlyMap<string, number>): void {
+    for (const tp of task.sourcePartitions) {
+      const offset = offsets.get(tp.topic);
+      if (offset !== undefined) this.deps.ports.consumer.seek({ ...tp, offset });
+    }
+  }
+
+  /** Exactly-once v2, a cycle with an unknown outcome: roll its tasks back and re-open them. */
+  private async recoverAll(tasks: readonly StreamTask[], error: unknown): Promise<void> {
+    await Promise.all(tasks.map((task) => this.recovery.recover(task, error, { logged: true })));
+    this.scheduleLoop();
+  }
+
+  /**
+   * Exactly-once v2, a cycle whose abort the broker confirmed: its tasks rewind in memory
+   * (StreamTask.rewindToCommitted) and the consumer goes back to their committed positions. The
+   * changelog ends are read first, inside the cycle, so before any next transaction begins;
+   * unreadable, the tasks take the slow path (recoverAll).
+   */
+  private async rewindAfterAbort(tasks: readonly StreamTask[], error: unknown): Promise<void> {
+    const topics = new Set(tasks.flatMap((task) => [...task.changelogTopics()]));
+    const ends = new Map<string, Map<number, number>>();
+    try {
+      for (const topic of topics) ends.set(topic, await this.deps.ports.admin.endOffsets(topic));
+    } catch (readError) {
+      this.deps.logger.warn({ err: readError }, 'reading the changelog ends after an abort failed: the tasks are re-opened');
+      await this.recoverAll(tasks, error);
+      return;
+    }
+    for (const task of tasks) {
+      // Revoked tasks too (their partitions are going, and their last commit must not carry the
+      // position past the aborted records); a task suspended since has dropped its work.
+      if (task.state !== 'RUNNING') continue;
+      const taskEnds = new Map<string, number>();
+      for (const topic of task.changelogTopics()) {
+        const end = ends.get(topic)?.get(task.partition);
+        if (end !== undefined) taskEnds.set(topic, end);
+      }
+      const offsets = task.rewindToCommitted(taskEnds);
+      if (!task.revoked) this.seekTo(task, offsets);
+    }
+    this.scheduleLoop();
+  }
 
   private commitDue(): void {
     if (this.stopping || this.failed) return;
