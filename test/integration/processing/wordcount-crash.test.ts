@@ -122,7 +122,9 @@ async function lane(name: string, runs: readonly Run[], seed: number): Promise<v
 
     expect(outputProblems(updates, expected, true), `lane ${name}: output`).toEqual([]);
     const onDisk = await countsOnDisk(stateDir, input, output, PARTITIONS);
-    expect(mapsEqual(onDisk, expected), `lane ${name}: committed store equals the model`).toBe(true);
+    const storeDiff = [...expected].filter(([w, n]) => onDisk.get(w) !== n).slice(0, 5).map(([w, n]) => `${w}: ${String(onDisk.get(w))} vs ${n}`);
+    const finalWarnings = finalChild.logs.filter((l) => typeof l.level === 'number' && l.level >= 40).slice(-5).map((l) => l.msg);
+    expect(mapsEqual(onDisk, expected), `lane ${name}: committed store equals the model (${storeDiff.join(', ')}; reports ${JSON.stringify(reports)}; final warnings ${JSON.stringify(finalWarnings)})`).toBe(true);
 
     // Every crash run died by SIGKILL; restores replayed only tails, never the whole changelog.
     for (const report of reports) expect(report.signal, `lane ${name}: ${JSON.stringify(report.run)}`).toBe('SIGKILL');
