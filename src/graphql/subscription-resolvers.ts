@@ -1,6 +1,11 @@
 /**
  * The `changes` subscription: a live feed from query/change-stream.ts (optionally starting with
  * the current state, `initial`), served by yoga over SSE.
+ *
+ * A feed that ends with an error (its partition revoked or closed, the subscriber too slow)
+ * sends that error as its last event — `data: null` with the coded error, as a field error of
+ * `changes` — and then completes. Left to reject, the error would reach yoga's SSE stream as a
+ * broken connection: the client could not tell why, nor that resubscribing elsewhere helps.
  */
 import { IqgateError } from '../errors.js';
 import { openChangeStream, type ChangeEvent, type ChangeSelector } from '../query/change-stream.js';
@@ -21,10 +26,17 @@ interface ChangesArgs {
   readonly initial?: boolean | null;
 }
 
+/** One event: the change's fields (resolved lazily), or the error that ends the feed. */
+type ChangesPayload = { changes: Record<string, unknown> | Error };
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
 export const subscriptionResolvers = {
   Subscription: {
     changes: {
-      subscribe(_: unknown, args: ChangesArgs, context: GatewayContext): AsyncIterableIterator<{ changes: Record<string, unknown> }> {
+      subscribe(_: unknown, args: ChangesArgs, context: GatewayContext): AsyncIterableIterator<ChangesPayload> {
         const store = context.engine.store(args.store);
         const selectors = [args.keys != null, args.prefix != null, args.from != null || args.to != null].filter(Boolean).length;
         if (selectors > 1) throw new IqgateError('INVALID_ARGUMENT', 'Subscribe to keys, a prefix or a range (from/to), one at a time.');
@@ -45,7 +57,7 @@ export const subscriptionResolvers = {
           ...(args.after == null ? {} : { after: args.after }),
           ...(partitions === undefined ? {} : { partitions }),
         });
-        const toPayload = (event: ChangeEvent): { changes: Record<string, unknown> } => ({
+        const toPayload = (event: ChangeEvent): ChangesPayload => ({
           changes: {
             key: () => decodeForGraphQL(store.keySerde, event.key),
             value: () => (event.value === null ? null : decodeForGraphQL(store.valueSerde, event.value)),
@@ -57,10 +69,19 @@ export const subscriptionResolvers = {
             resumeAfter: event.resumeAfter,
           },
         });
-        const mapped: AsyncIterableIterator<{ changes: Record<string, unknown> }> = {
+        let ended = false;
+        const mapped: AsyncIterableIterator<ChangesPayload> = {
           next: async () => {
-            const result = await stream.next();
-            return result.done === true ? { value: undefined, done: true } : { value: toPayload(result.value), done: false };
+            if (ended) return { value: undefined, done: true };
+            try {
+              const result = await stream.next();
+              return result.done === true ? { value: undefined, done: true } : { value: toPayload(result.value), done: false };
+            } catch (error) {
+              // graphql-js raises an Error that a resolver returns as that field's error: the
+              // gateway's masking then gives it its code (anything uncoded is masked).
+              ended = true;
+              return { value: { changes: asError(error) }, done: false };
+            }
           },
           return: async () => {
             await stream.return?.();
