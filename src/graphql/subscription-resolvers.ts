@@ -2,10 +2,11 @@
  * The `changes` subscription: a live feed from query/change-stream.ts (optionally starting with
  * the current state, `initial`), served by yoga over SSE.
  *
- * A feed that ends with an error (its partition revoked or closed, the subscriber too slow)
- * sends that error as its last event — `data: null` with the coded error, as a field error of
- * `changes` — and then completes. Left to reject, the error would reach yoga's SSE stream as a
- * broken connection: the client could not tell why, nor that resubscribing elsewhere helps.
+ * A feed that ends with an error (PARTITION_REVOKED or STORE_CLOSED when its partition closes
+ * here, SUBSCRIPTION_OVERFLOW for a slow reader) rejects its next(); yoga turns that rejection
+ * into the stream's last result, `{ errors: [...] }` masked by the gateway's maskError (so it
+ * carries `extensions.code`), and then completes the SSE stream
+ * (test/unit/graphql/subscription-end.test.ts holds it to that).
  */
 import { IqgateError } from '../errors.js';
 import { openChangeStream, type ChangeEvent, type ChangeSelector } from '../query/change-stream.js';
@@ -26,17 +27,10 @@ interface ChangesArgs {
   readonly initial?: boolean | null;
 }
 
-/** One event: the change's fields (resolved lazily), or the error that ends the feed. */
-type ChangesPayload = { changes: Record<string, unknown> | Error };
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
-}
-
 export const subscriptionResolvers = {
   Subscription: {
     changes: {
-      subscribe(_: unknown, args: ChangesArgs, context: GatewayContext): AsyncIterableIterator<ChangesPayload> {
+      subscribe(_: unknown, args: ChangesArgs, context: GatewayContext): AsyncIterableIterator<{ changes: Record<string, unknown> }> {
         const store = context.engine.store(args.store);
         const selectors = [args.keys != null, args.prefix != null, args.from != null || args.to != null].filter(Boolean).length;
         if (selectors > 1) throw new IqgateError('INVALID_ARGUMENT', 'Subscribe to keys, a prefix or a range (from/to), one at a time.');
@@ -57,7 +51,7 @@ export const subscriptionResolvers = {
           ...(args.after == null ? {} : { after: args.after }),
           ...(partitions === undefined ? {} : { partitions }),
         });
-        const toPayload = (event: ChangeEvent): ChangesPayload => ({
+        const toPayload = (event: ChangeEvent): { changes: Record<string, unknown> } => ({
           changes: {
             key: () => decodeForGraphQL(store.keySerde, event.key),
             value: () => (event.value === null ? null : decodeForGraphQL(store.valueSerde, event.value)),
@@ -69,19 +63,10 @@ export const subscriptionResolvers = {
             resumeAfter: event.resumeAfter,
           },
         });
-        let ended = false;
-        const mapped: AsyncIterableIterator<ChangesPayload> = {
+        const mapped: AsyncIterableIterator<{ changes: Record<string, unknown> }> = {
           next: async () => {
-            if (ended) return { value: undefined, done: true };
-            try {
-              const result = await stream.next();
-              return result.done === true ? { value: undefined, done: true } : { value: toPayload(result.value), done: false };
-            } catch (error) {
-              // graphql-js raises an Error that a resolver returns as that field's error: the
-              // gateway's masking then gives it its code (anything uncoded is masked).
-              ended = true;
-              return { value: { changes: asError(error) }, done: false };
-            }
+            const result = await stream.next();
+            return result.done === true ? { value: undefined, done: true } : { value: toPayload(result.value), done: false };
           },
           return: async () => {
             await stream.return?.();
