@@ -17,7 +17,7 @@
  * records, and changelog-record.ts / dead-letter-record.ts are the formats it writes.
  */
 import type { CapturedCommit, FlushedChange, RecordSource, TaskStores } from '../store/types.js';
-import { IqgateError } from '../errors.js';
+import { IqgateError, type ErrorCode } from '../errors.js';
 import { toChangelogRecord } from './changelog-record.js';
 import { deadLetterRecord } from './dead-letter-record.js';
 import type { InputRecord, OutputRecord, TaskProducer, TopicPartition, TopicPartitionOffset } from './ports.js';
@@ -565,10 +565,12 @@ export class StreamTask {
     for (const [key, deadLetter] of skipped) this.skipOffsets.set(key, deadLetter);
     const dropped = new Set(requests.map(({ source }) => `${source.topic}:${source.offset}`));
     for (const key of dropped) this.skipOffsets.set(key, null);
-    const reasons = requests.map((r) => `${r.source.topic}/${r.source.partition}@${r.source.offset}: ${r.reason}`);
+    // Deliberate, so no error object (nor its stack) per abort: the code and the reasons.
+    const code: ErrorCode = 'TRANSACTION_ABORTED';
     this.config.logger.info({
       taskId: this.id,
-      err: new IqgateError('TRANSACTION_ABORTED', `task ${this.id}: transaction aborted by a processor (${reasons.join('; ')})`),
+      code,
+      reasons: requests.map((r) => `${r.source.topic}/${r.source.partition}@${r.source.offset}: ${r.reason}`),
       dropped: dropped.size,
       replayed: replay.length - dropped.size,
     }, 'transaction aborted by a processor: rolled back, its other records replayed');
