@@ -178,11 +178,6 @@ export class StreamTask {
     return this.lastCommit;
   }
 
-  /** A processor asked to abort the open transaction; it is rolled back at the next commit point. */
-  get abortRequested(): boolean {
-    return this.abortRequests.length > 0;
-  }
-
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
   get rollback(): { readonly record: InputRecord; readonly error: unknown } | null {
     return this.pendingRollback;
