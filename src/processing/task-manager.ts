@@ -43,6 +43,8 @@ export interface TaskManagerEvents {
   onInstanceCommit?(outcome: InstanceCommitOutcome): void;
   onRestoreProgress?(progress: RestoreProgress): void;
   onCommitStep?(step: CommitStep, taskId: string): void;
+  /** A processor aborted a task's transaction (ProcessorContext.abortTransaction). */
+  onTransactionAborted?(taskId: string, dropped: number, replayed: number): void;
   /** The processing loop's synchronous slices, for the pause figures. */
   onSlice?(durationMs: number, records: number): void;
   onControlWait?(waitMs: number): void;
@@ -346,6 +348,7 @@ export class TaskManager implements ConsumerHandlers {
       instanceTransaction: this.committer !== null,
       commitInputOffsets: (offsets) => this.deps.ports.consumer.commitOffsets(offsets),
       ...(this.deps.events.onCommitStep ? { onCommitStep: this.deps.events.onCommitStep } : {}),
+      ...(this.deps.events.onTransactionAborted ? { onTransactionAborted: this.deps.events.onTransactionAborted } : {}),
       logger: this.deps.logger,
     });
   }

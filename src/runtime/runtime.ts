@@ -173,6 +173,7 @@ export class Runtime {
           },
           ...(crash ? { onCommitStep: crash } : {}),
           onSlice: (ms) => this.metrics.slices.add(ms),
+          onTransactionAborted: () => (this.metrics.transactionsAborted += 1),
           onControlWait: (ms) => this.metrics.controlWait.add(ms),
           onFatal: (error) => this.onFatal(error),
         },
@@ -385,6 +386,7 @@ export class Runtime {
       controlQueueMaxDepth: control?.maxDepth ?? 0,
       controlCoalesced: control?.coalesced ?? 0,
       restoredRecords: this.metrics.restoredRecords,
+      transactionsAborted: this.metrics.transactionsAborted,
     };
   }
 }
