@@ -99,6 +99,19 @@ describe('the Docker image', () => {
     expect(await exited, output).toBe(0);
   });
 
+  it('is what compose.yaml runs beside the broker it advertises', () => {
+    // No Docker here to run compose; the settings that must agree with the image and the broker are checked.
+    const compose = readFileSync(join(root, 'compose.yaml'), 'utf8');
+    const kafkaVersion = /<kafka\.version>([^<]+)</.exec(readFileSync(join(root, 'scripts', 'kafka', 'pom.xml'), 'utf8'))?.[1];
+    expect(compose).toContain(`image: apache/kafka:${kafkaVersion}`);
+    expect(compose).toMatch(/^ {2}iqgate:\n {4}build: \.$/m);
+    const brokers = /KAFKA_BROKERS: (\S+)/.exec(compose)?.[1];
+    const advertised = /KAFKA_ADVERTISED_LISTENERS: (\S+)/.exec(compose)?.[1]?.split(',').map((listener) => listener.replace(/^\w+:\/\//, ''));
+    expect(advertised).toContain(brokers);
+    expect(compose).toContain(`- "${tree.env.PORT}:${tree.env.PORT}"`);
+    expect(compose).toContain(`- iqgate-state:${tree.env.IQGATE_STATE_DIR}`);
+  });
+
   it('fails to rebuild when the Dockerfile forgets a COPY', () => {
     const missing = dockerfile.replace(/^COPY examples \.\/examples\n/m, '');
     expect(missing).not.toBe(dockerfile);
