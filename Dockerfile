@@ -12,11 +12,10 @@
 # ---- build: compile the TypeScript into dist/ ----
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-# The compiler needs no native Kafka client; the runtime stage installs its own.
-ENV IQGATE_SKIP_NATIVE_KAFKA=1
 COPY package.json package-lock.json ./
-COPY scripts/install-kafka-native.mjs ./scripts/
-RUN npm ci --no-audit --no-fund
+# The compiler needs the packages' files (types included), none of their install scripts: no
+# native Kafka client binary, no postinstall; the runtime stage installs its own.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json schema.graphql ./
 COPY scripts/build.mjs ./scripts/
 COPY scripts/kafka ./scripts/kafka
