@@ -36,9 +36,10 @@
  *                                (e.g. http://10.0.0.5:4000/graphql); set it on every instance
  *                                of a group and each forwards key lookups to the owner
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import './kafka/kafkajs-patches.js';
 import { startBankDemo as startBank } from '../examples/bank/start-bank-demo.js';
@@ -46,6 +47,7 @@ import { startDemoFeed, type DemoFeed } from '../examples/wordcount/demo-feed.js
 import { runWordcount } from '../examples/wordcount/run-wordcount.js';
 import { IqgateError } from './errors.js';
 import { KafkaAdmin } from './kafka/kafka-admin.js';
+import { KAFKA_CLIENTS } from './kafka/select-kafka-client.js';
 import { createKafka } from './kafka/kafka-client.js';
 import { loadApp, type LoadedApp } from './runtime/app-module.js';
 import { createLogger, LOG_FORMATS } from './runtime/create-logger.js';
@@ -54,7 +56,8 @@ import type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { installShutdownHooks } from './runtime/shutdown-hooks.js';
 import { serve } from './serve.js';
 
-const envSchema = z.object({
+/** The environment main() reads; `iqgate --help` (src/cli-help.ts) describes every key. */
+export const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65_535).default(4000),
   HOST: z.string().min(1).default('127.0.0.1'),
   KAFKA_BROKERS: z.string().min(1).optional(),
@@ -72,21 +75,23 @@ const envSchema = z.object({
   IQGATE_ADVERTISED_URL: z.string().url().optional(),
   IQGATE_LOG_LEVEL: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).optional(),
   IQGATE_LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
+  IQGATE_KAFKA_CLIENT: z.enum(KAFKA_CLIENTS).optional(),
 });
 
 function readEnv(): z.output<typeof envSchema> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== ''));
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
-    throw new IqgateError('INVALID_CONFIG', `invalid environment: ${problems}`);
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message} (got ${JSON.stringify(env[String(issue.path[0])])})`).join('; ');
+    // exitCode: bad input exits 2, as a usage error does (src/cli.ts).
+    throw new IqgateError('INVALID_CONFIG', `invalid environment: ${problems}`, { details: { exitCode: 2 } });
   }
   return parsed.data;
 }
 
 const PARTITIONS = 4;
 
-async function main(): Promise<void> {
+export async function main(): Promise<void> {
   const env = readEnv();
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async (): Promise<void> => {
@@ -211,8 +216,22 @@ async function startBankDemo(env: z.output<typeof envSchema>, common: CommonOpti
   return demo.runtime;
 }
 
-main().catch((error: unknown) => {
-  if (error instanceof IqgateError) console.error(`iqgate: ${error.code}: ${error.message}`);
-  else console.error(error);
-  process.exit(1);
-});
+/** Runs main() as the process: a failure is printed (with its code) and exits 1, or 2 for bad input. */
+export function runMain(): void {
+  main().catch((error: unknown) => {
+    if (error instanceof IqgateError) console.error(`iqgate: ${error.code}: ${error.message}`);
+    else console.error(error);
+    process.exit(error instanceof IqgateError && typeof error.details.exitCode === 'number' ? error.details.exitCode : 1);
+  });
+}
+
+// Started as a program (`node dist/src/main.js`, `node --import tsx src/main.ts`); `iqgate start`
+// (src/cli.ts) imports this module and calls runMain() itself.
+function startedAsProgram(): boolean {
+  try {
+    return process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
+  } catch {
+    return false; // argv[1] is not a file (node -e ...)
+  }
+}
+if (startedAsProgram()) runMain();

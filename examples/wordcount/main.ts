@@ -6,7 +6,8 @@
  *   IQGATE_STATE_DIR (default: in-memory stores), IQGATE_GUARANTEE (exactly_once | at_least_once),
  *   IQGATE_SESSION_TIMEOUT_MS, IQGATE_CACHE_MAX_BYTES, IQGATE_LOG_LEVEL,
  *   WORDCOUNT_GENERATE=<n>: first produce n lines (creating the input topic if needed).
- * SIGTERM/SIGINT stop it gracefully.
+ * SIGTERM/SIGINT stop it gracefully. Compiled: `npm run build && node dist/examples/wordcount/main.js`
+ * (the crash tests run this file under tsx).
  */
 import '../../src/kafka/kafkajs-patches.js';
 import { installShutdownHooks } from '../../src/runtime/shutdown-hooks.js';

@@ -6,12 +6,12 @@
  *   fetch                only fetch the broker jars into the cache (used by .ci/run)
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { BrokerError, fetchBrokerJars, KAFKA_VERSION, startBroker, stopBrokerByPid } from './broker.js';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const stateFile = join(root, '.tmp', 'kafka-broker.json');
+// In the working directory (the repository under `npm run kafka`; the user's project under an
+// installed `iqgate kafka`), not beside this file, which may be dist/ or node_modules/.
+const stateFile = join(process.cwd(), '.tmp', 'kafka-broker.json');
 const log = (line: string): void => console.error(line);
 
 async function main(argv: string[]): Promise<void> {

@@ -56,7 +56,7 @@ function isTopology(value: unknown): value is Topology {
 }
 
 /**
- * Imports the module at `path` (relative to `cwd`; TypeScript works, main.ts runs under tsx)
+ * Imports the module at `path` (relative to `cwd`; TypeScript only under tsx, `npm run dev`)
  * and checks its default export. Every problem is an INVALID_CONFIG naming the module.
  */
 export async function loadApp(path: string, cwd: string = process.cwd()): Promise<LoadedApp> {
@@ -65,7 +65,10 @@ export async function loadApp(path: string, cwd: string = process.cwd()): Promis
     module = (await import(pathToFileURL(resolve(cwd, path)).href)) as { default?: unknown };
   } catch (error) {
     const missing = (error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(resolve(cwd, path));
-    throw invalid(path, missing ? 'no such module' : `the module failed to load: ${String(error)}`, error);
+    // Compiled iqgate runs on plain node, which does not load TypeScript (Node 20).
+    const typescript = (error as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(path);
+    const hint = typescript ? ' (compile the module to JavaScript, or run iqgate under `node --import tsx`)' : '';
+    throw invalid(path, missing ? 'no such module' : `the module failed to load: ${String(error)}${hint}`, error);
   }
   let app = module.default;
   if (typeof app === 'function') app = await (app as () => unknown)();

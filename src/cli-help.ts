@@ -1,0 +1,79 @@
+/**
+ * What `iqgate --help` prints: the commands, and every environment variable with its flag and
+ * its default. The variables `iqgate start` reads are src/main.ts's `envSchema`;
+ * test/unit/cli/cli-help.test.ts checks that this table lists exactly those, with the defaults
+ * the schema applies, so the help cannot drift from what start-up validates.
+ */
+
+export interface EnvironmentEntry {
+  /** The environment variable. */
+  readonly name: string;
+  /** The `iqgate start` flag that sets it (a flag wins over the environment). */
+  readonly flag?: string;
+  /** The default, as the user reads it (free text where it depends on something else). */
+  readonly default: string;
+  readonly description: string;
+}
+
+/** Read by `iqgate start` (src/main.ts), each with a flag. */
+export const START_ENVIRONMENT: readonly EnvironmentEntry[] = [
+  { name: 'KAFKA_BROKERS', flag: 'brokers', default: 'unset: start a local broker (needs Java 17+ and Maven)', description: 'bootstrap brokers, host:port[,host:port...]' },
+  { name: 'PORT', flag: 'port', default: '4000', description: 'HTTP port of /graphql, /health, /ready, /metrics (0: a free port)' },
+  { name: 'HOST', flag: 'host', default: '127.0.0.1', description: 'address to listen on (0.0.0.0 in the Docker image)' },
+  { name: 'IQGATE_APP', flag: 'app', default: 'unset: a demo (IQGATE_DEMO)', description: 'your application module (.js; .ts under tsx), default export defineApp({ topology })' },
+  { name: 'IQGATE_APP_ID', flag: 'app-id', default: "the module's applicationId; bank or iqgate-wordcount for the demos", description: 'application id: consumer group, transactional ids, internal topic prefix' },
+  { name: 'IQGATE_STATE_DIR', flag: 'state-dir', default: '.tmp/state/<app id>; a temporary directory with the local broker', description: 'LevelDB state directory' },
+  { name: 'IQGATE_GUARANTEE', flag: 'guarantee', default: "the module's, else exactly_once", description: 'exactly_once | at_least_once' },
+  { name: 'IQGATE_KAFKA_CLIENT', flag: 'kafka-client', default: 'auto', description: 'auto | librdkafka | kafkajs (auto: librdkafka when its native module loads)' },
+  { name: 'IQGATE_ADVERTISED_URL', flag: 'advertised-url', default: 'unset: nothing forwarded', description: "this instance's GraphQL URL as other instances reach it" },
+  { name: 'IQGATE_LOG_LEVEL', flag: 'log-level', default: "the module's, else info", description: 'silent | fatal | error | warn | info | debug | trace' },
+  { name: 'IQGATE_LOG_FORMAT', flag: 'log-format', default: 'pretty on a terminal, else json', description: 'pretty | json' },
+  { name: 'IQGATE_DEMO', flag: 'demo', default: 'bank', description: 'bank | wordcount: the demo run without IQGATE_APP' },
+  { name: 'IQGATE_INPUT_TOPIC', flag: 'input-topic', default: 'bank-transfers; wordcount-input', description: "demo: the input topic (created with 4 partitions if missing)" },
+  { name: 'IQGATE_OUTPUT_TOPIC', flag: 'output-topic', default: 'wordcount-output', description: "wordcount demo: the counts' topic" },
+  { name: 'IQGATE_DEMO_LINES_PER_SECOND', flag: 'demo-lines-per-second', default: '20', description: 'wordcount demo: line generator rate (0 disables it)' },
+  { name: 'IQGATE_BANK_TRANSFERS_PER_SECOND', flag: 'bank-transfers-per-second', default: '5', description: 'bank demo: transfer generator rate (0: the branches open, no transfer follows)' },
+  { name: 'IQGATE_BANK_ABORT_FRACTION', flag: 'bank-abort-fraction', default: '0.1', description: 'bank demo: fraction of transfers marked to abort half-way (0..1)' },
+  { name: 'IQGATE_BANK_BRANCHES', flag: 'bank-branches', default: '4', description: 'bank demo: branches (of 5 accounts of 1000 each)' },
+];
+
+/** Read by the local broker (`iqgate kafka`, and `iqgate start` without KAFKA_BROKERS). */
+export const KAFKA_ENVIRONMENT: readonly EnvironmentEntry[] = [
+  { name: 'IQGATE_KAFKA_VERSION', default: 'the version in scripts/kafka/pom.xml', description: 'Apache Kafka 4.x version of the local broker' },
+  { name: 'IQGATE_CACHE_DIR', default: '~/.cache/iqgate', description: "where the broker's jars are cached" },
+];
+
+/** Read when the package is installed. */
+export const INSTALL_ENVIRONMENT: readonly EnvironmentEntry[] = [
+  { name: 'IQGATE_SKIP_NATIVE_KAFKA', default: 'unset', description: '1: do not download or build the native Kafka client (kafkajs is used)' },
+];
+
+function table(entries: readonly EnvironmentEntry[]): string {
+  return entries
+    .map((entry) => `  ${entry.flag === undefined ? '' : `--${entry.flag}, `}${entry.name}\n      ${entry.description}\n      default: ${entry.default}`)
+    .join('\n');
+}
+
+export function helpText(version: string): string {
+  return `iqgate ${version}: stream processing with transactional state stores, and a GraphQL gateway over them
+
+Usage:
+  iqgate [start] [options]          run your application (--app) or the wordcount demo, and serve
+                                    its stores at http://HOST:PORT/graphql
+  iqgate kafka [start] [--background] | stop | fetch
+                                    a local Kafka broker for development (Java 17+, Maven)
+  iqgate --help, -h                 this text
+  iqgate --version, -v              the version
+
+Options of start (a flag wins over its environment variable; an empty variable counts as unset):
+${table(START_ENVIRONMENT)}
+
+Local broker:
+${table(KAFKA_ENVIRONMENT)}
+
+Installation:
+${table(INSTALL_ENVIRONMENT)}
+
+Exit codes: 0 stopped cleanly (SIGTERM/SIGINT), 1 failed, 2 bad command line or environment.
+`;
+}
