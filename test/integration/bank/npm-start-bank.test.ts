@@ -28,7 +28,7 @@ describe('npm start with the bank demo', () => {
     mains.push(main);
     expect(await main.graphqlUrl(30_000)).toBeUndefined();
     await waitFor(() => main.child.exitCode !== null, 30_000);
-    expect(main.child.exitCode).toBe(1);
+    expect(main.child.exitCode).toBe(2); // bad input (README "Bad input": exit code 2)
     expect(main.output()).toMatch(/INVALID_CONFIG: .*IQGATE_DEMO/);
   });
 

@@ -70,6 +70,7 @@ describe('the Docker image', () => {
       PORT: String(port),
       KAFKA_BROKERS: kafkaBrokers().join(','),
       IQGATE_APP_ID: app,
+      IQGATE_DEMO: 'wordcount',
       IQGATE_INPUT_TOPIC: `${app}-input`,
       IQGATE_OUTPUT_TOPIC: `${app}-output`,
       IQGATE_DEMO_LINES_PER_SECOND: '50',
@@ -86,6 +87,8 @@ describe('the Docker image', () => {
     await waitFor(() => server!.exitCode !== null || healthcheck(env) === 0, 90_000, 500).catch(() => undefined);
     expect(server.exitCode, output).toBeNull();
     expect(healthcheck(env), output).toBe(0);
+    // Printed once the gateway listens, which may come after the first healthy probe.
+    await waitFor(() => output.includes(`GraphiQL: http://0.0.0.0:${port}/graphql`), 30_000, 100).catch(() => undefined);
     expect(output).toContain(`GraphiQL: http://0.0.0.0:${port}/graphql`);
 
     const url = `http://127.0.0.1:${port}/graphql`;
