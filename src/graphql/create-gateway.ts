@@ -9,6 +9,7 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { GraphQLError } from 'graphql';
 import { createSchema, createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
+import { useDashboard } from '../dashboard/dashboard-route.js';
 import type { ErrorCode } from '../errors.js';
 import { QueryEngine } from '../query/query-engine.js';
 import { isServing } from '../query/state-provider.js';
@@ -16,6 +17,7 @@ import type { GatewayContext } from './gateway-context.js';
 import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './gateway-options.js';
 import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
+import { monitorResolvers } from './monitor-resolvers.js';
 import { useGatewayMetrics } from './gateway-metrics.js';
 import { useMetricsEndpoint } from './metrics-endpoint.js';
 import { queryResolvers } from './query-resolvers.js';
@@ -36,7 +38,7 @@ function coded(code: ErrorCode) {
 export function createGatewaySchema(schemaPath?: string) {
   return createSchema<GatewayContext>({
     typeDefs: loadSchemaText(schemaPath),
-    resolvers: [{ JSON: JSONScalar, Key: KeyScalar, Position: PositionScalar }, queryResolvers, subscriptionResolvers],
+    resolvers: [{ JSON: JSONScalar, Key: KeyScalar, Position: PositionScalar }, queryResolvers, subscriptionResolvers, monitorResolvers],
   });
 }
 
@@ -68,6 +70,8 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
       // instance serves queries (RUNNING or REBALANCING), for load balancers and Kubernetes.
       useReadinessCheck({ endpoint: '/ready', check: () => isServing(options.provider.instanceState()) }),
       ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(options.metrics, options.graphqlEndpoint)]),
+      // GET /dashboard: the operator's page over this endpoint (src/dashboard/).
+      useDashboard({ graphqlEndpoint: options.graphqlEndpoint }),
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },
         costLimit: { maxCost: options.maxCost, onReject: coded('QUERY_TOO_COSTLY') },

@@ -4,6 +4,7 @@
  * StoreEngine's TaskStores for tests and embedding. The engine only reads through it.
  */
 import type { KeyValueStorePartition, Serde } from '../store/types.js';
+import type { InstanceMonitor } from './instance-monitor.js';
 
 /** Task states as Kafka Streams names them; only RUNNING tasks serve by default. */
 export type TaskState = 'CREATED' | 'RESTORING' | 'RUNNING' | 'SUSPENDED' | 'CLOSED';
@@ -55,6 +56,11 @@ export interface StateProvider {
    * broker is away), or undefined while it is in. Optional: without it, none is reported.
    */
   kafkaError?(): InstanceError | undefined;
+  /**
+   * Figures for an operator's view (commits, recent history, input ends: the /dashboard page).
+   * Optional: without it, those GraphQL fields are null.
+   */
+  monitor?(): InstanceMonitor;
 }
 
 /** A coded error of the instance as a whole (its code is one of src/errors.ts). */
