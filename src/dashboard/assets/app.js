@@ -127,6 +127,14 @@ if (fromHash.store !== undefined) {
   explorer.watch(explorer.readForm());
 }
 
+// A link or a typed URL with another selection (#store=…&mode=…) watches it.
+window.addEventListener('hashchange', () => {
+  const selection = selectionFromHash();
+  if (selection.store === undefined) return;
+  explorer.fill(selection);
+  explorer.watch(explorer.readForm());
+});
+
 async function poll() {
   let delay = POLL_MS;
   try {

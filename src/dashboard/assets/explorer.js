@@ -253,7 +253,11 @@ export class Explorer {
     const states = COLUMNS.map((c) => this.status[c].state);
     const overall = states.includes('error') ? 'error' : states.includes('reconnecting') ? 'reconnecting'
       : states.includes('connecting') ? 'connecting' : states.every((s) => s === 'live') ? 'live' : 'idle';
-    const texts = COLUMNS.filter((c) => this.status[c].message !== undefined).map((c) => `${c}: ${this.status[c].message}`);
+    const messages = COLUMNS.filter((c) => this.status[c].message !== undefined);
+    // One problem of both columns (a missing store, the server away) is said once.
+    const texts = messages.length === 2 && this.status.committed.message === this.status.uncommitted.message
+      ? [this.status.committed.message]
+      : messages.map((c) => `${c}: ${this.status[c].message}`);
     const line = this.statusLine;
     line.dataset.state = overall;
     if (overall === 'live') line.textContent = `live: ${this.rows.size} key(s) in view`;
