@@ -39,6 +39,7 @@ export const ERROR_CODES = {
   TOPIC_NOT_FOUND: 'A topic the topology needs does not exist.',
   PRODUCER_FENCED: 'Another producer with the same transactional id took over.',
   PROCESSING_FAILED: 'A processor threw while handling a record.',
+  TRANSACTION_ABORTED: 'A processor aborted its task\'s open transaction (ProcessorContext.abortTransaction); its other records are replayed.',
   KAFKA_ERROR: 'A Kafka request failed (the cause carries the client error).',
 } as const;
 

@@ -2,10 +2,12 @@
  * `npm start`: iqgate in one process.
  *  1. a local Kafka broker (scripts/kafka/broker.ts), unless KAFKA_BROKERS names one;
  *  2. your application (IQGATE_APP, a module whose default export is `defineApp({ topology })`,
- *     see src/runtime/app-module.ts) or, without it, the wordcount demo (examples/wordcount,
- *     its `word-counts` store fed by a small line generator), on the processing runtime with
- *     its stores in LevelDB;
- *  3. the GraphQL gateway over the runtime's stores, listening on PORT (GraphiQL at /graphql).
+ *     see src/runtime/app-module.ts) or, without it, a demo (IQGATE_DEMO): the bank
+ *     (examples/bank, its `balances` store fed by a transfer generator that marks a fraction of
+ *     transfers to abort half-way) or the wordcount (examples/wordcount, its `word-counts`
+ *     store fed by a small line generator), on the processing runtime with its stores in LevelDB;
+ *  3. the GraphQL gateway over the runtime's stores, listening on PORT (GraphiQL at /graphql,
+ *     the dashboard at /dashboard).
  * SIGTERM/SIGINT stop everything in reverse order (the runtime commits what it processed).
  *
  * Environment (validated at start-up; for IQGATE_APP it wins over the module's options):
@@ -13,14 +15,18 @@
  *   HOST                         127.0.0.1 (0.0.0.0 in the Dockerfile)
  *   KAFKA_BROKERS                unset: start a local broker
  *   IQGATE_APP                   path of your application module (.ts or .js); unset: the demo
+ *   IQGATE_DEMO                  bank (default) | wordcount; ignored with IQGATE_APP
  *   IQGATE_STATE_DIR             LevelDB directory; default .tmp/state/<app id> with an external
  *                                broker, a temporary directory with the local one (its topics
  *                                die with it, so must the state)
- *   IQGATE_APP_ID                the module's applicationId; iqgate-wordcount for the demo
- *   IQGATE_INPUT_TOPIC           demo: wordcount-input   (created with 4 partitions if missing)
- *   IQGATE_OUTPUT_TOPIC          demo: wordcount-output
+ *   IQGATE_APP_ID                the module's applicationId; iqgate-bank / iqgate-wordcount for the demos
+ *   IQGATE_INPUT_TOPIC           demo: bank-transfers / wordcount-input (created with 4 partitions if missing)
+ *   IQGATE_OUTPUT_TOPIC          wordcount demo: wordcount-output
  *   IQGATE_GUARANTEE             exactly_once | at_least_once (default: the module's, else exactly_once)
- *   IQGATE_DEMO_LINES_PER_SECOND demo: 20 (0 disables the generator)
+ *   IQGATE_DEMO_LINES_PER_SECOND wordcount demo: 20 (0 disables the generator)
+ *   IQGATE_BANK_TRANSFERS_PER_SECOND bank demo: 5 (0: the branches open, no transfer follows)
+ *   IQGATE_BANK_ABORT_FRACTION   bank demo: 0.1, the fraction of transfers marked to abort half-way
+ *   IQGATE_BANK_BRANCHES         bank demo: 4 branches (of 5 accounts of 1000 each)
  *   IQGATE_KAFKA_CLIENT          auto | librdkafka | kafkajs (default auto: librdkafka when its
  *                                native module loads, see src/kafka/select-kafka-client.ts)
  *   IQGATE_LOG_LEVEL             default: the module's, else info
@@ -35,6 +41,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import './kafka/kafkajs-patches.js';
+import { startBankFeed } from '../examples/bank/bank-feed.js';
+import { runBank } from '../examples/bank/run-bank.js';
 import { startDemoFeed, type DemoFeed } from '../examples/wordcount/demo-feed.js';
 import { runWordcount } from '../examples/wordcount/run-wordcount.js';
 import { IqgateError } from './errors.js';
@@ -54,10 +62,14 @@ const envSchema = z.object({
   IQGATE_STATE_DIR: z.string().min(1).optional(),
   IQGATE_APP: z.string().min(1).optional(),
   IQGATE_APP_ID: z.string().regex(/^[a-zA-Z0-9._-]+$/).optional(),
-  IQGATE_INPUT_TOPIC: z.string().min(1).default('wordcount-input'),
+  IQGATE_DEMO: z.enum(['bank', 'wordcount']).default('bank'),
+  IQGATE_INPUT_TOPIC: z.string().min(1).optional(),
   IQGATE_OUTPUT_TOPIC: z.string().min(1).default('wordcount-output'),
   IQGATE_GUARANTEE: z.enum(['exactly_once', 'at_least_once']).optional(),
   IQGATE_DEMO_LINES_PER_SECOND: z.coerce.number().int().min(0).max(100_000).default(20),
+  IQGATE_BANK_TRANSFERS_PER_SECOND: z.coerce.number().min(0).max(100_000).default(5),
+  IQGATE_BANK_ABORT_FRACTION: z.coerce.number().min(0).max(1).default(0.1),
+  IQGATE_BANK_BRANCHES: z.coerce.number().int().min(1).max(10_000).default(4),
   IQGATE_ADVERTISED_URL: z.string().url().optional(),
   IQGATE_LOG_LEVEL: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).optional(),
   IQGATE_LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
@@ -86,7 +98,7 @@ async function main(): Promise<void> {
   try {
     // The application first: a module that does not load should fail before a broker starts.
     const app = env.IQGATE_APP === undefined ? undefined : await loadApp(env.IQGATE_APP);
-    const applicationId = env.IQGATE_APP_ID ?? (app === undefined ? 'iqgate-wordcount' : app.applicationId);
+    const applicationId = env.IQGATE_APP_ID ?? (app === undefined ? `iqgate-${env.IQGATE_DEMO}` : app.applicationId);
     if (applicationId === undefined) {
       throw new IqgateError('INVALID_CONFIG', `IQGATE_APP=${env.IQGATE_APP ?? ''}: the module has no applicationId; export one or set IQGATE_APP_ID`);
     }
@@ -118,7 +130,8 @@ async function main(): Promise<void> {
       ...(env.IQGATE_GUARANTEE === undefined ? {} : { processingGuarantee: env.IQGATE_GUARANTEE }),
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
     };
-    const runtime = app === undefined ? await startDemo(env, common, stops) : await startApp(app, common);
+    const runtime = app !== undefined ? await startApp(app, common)
+      : env.IQGATE_DEMO === 'bank' ? await startBankDemo(env, common, stops) : await startDemo(env, common, stops);
     stops.push(() => runtime.stop());
     runtime.done.catch((error: unknown) => {
       console.error('the runtime failed:', error);
@@ -131,7 +144,9 @@ async function main(): Promise<void> {
     const stores = runtime.storeDefinitions().map((store) => `"${store.storeName}"`).join(', ');
     console.log(`iqgate is serving ${applicationId}: stores ${stores} (state in ${stateDir})`);
     console.log(`GraphiQL: ${server.url}`);
-    if (app === undefined) console.log(`Try: { get(store: "word-counts", key: "kafka", readCommitted: false) { value position } }`);
+    console.log(`Dashboard: ${new URL('/dashboard', server.url).href}`);
+    if (app === undefined && env.IQGATE_DEMO === 'wordcount') console.log(`Try: { get(store: "word-counts", key: "kafka", readCommitted: false) { value position } }`);
+    if (app === undefined && env.IQGATE_DEMO === 'bank') console.log(`Try: { get(store: "balances", key: "branch-00", readCommitted: false) { value position } }`);
   } catch (error) {
     await stopAll();
     throw error;
@@ -155,7 +170,7 @@ async function startApp(app: LoadedApp, common: CommonOptions): Promise<Runtime>
 /** The demo: wordcount's topics (created if missing), the line generator, the wordcount runtime. */
 async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions, stops: Array<() => Promise<void>>): Promise<Runtime> {
   const brokerList = common.brokers;
-  const inputTopic = env.IQGATE_INPUT_TOPIC;
+  const inputTopic = env.IQGATE_INPUT_TOPIC ?? 'wordcount-input';
   const admin = new KafkaAdmin(createKafka({ brokers: brokerList, clientId: `${common.applicationId}-setup` }));
   try {
     await admin.ensureTopics([
@@ -175,6 +190,29 @@ async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions,
     stops.push(() => feed.stop());
   }
   return runWordcount({ ...common, inputTopic, outputTopic: env.IQGATE_OUTPUT_TOPIC });
+}
+
+/**
+ * The bank demo: its transfers topic (created if missing), the transfer generator (opens the
+ * branches, then transfers, a fraction marked to abort half-way), the bank runtime.
+ */
+async function startBankDemo(env: z.output<typeof envSchema>, common: CommonOptions, stops: Array<() => Promise<void>>): Promise<Runtime> {
+  const transfersTopic = env.IQGATE_INPUT_TOPIC ?? 'bank-transfers';
+  const admin = new KafkaAdmin(createKafka({ brokers: common.brokers, clientId: `${common.applicationId}-setup` }));
+  try {
+    await admin.ensureTopics([{ topic: transfersTopic, partitions: PARTITIONS, compacted: false }]);
+  } finally {
+    await admin.close();
+  }
+  const feed = await startBankFeed({
+    brokers: common.brokers,
+    topic: transfersTopic,
+    transfersPerSecond: env.IQGATE_BANK_TRANSFERS_PER_SECOND,
+    shape: { branches: env.IQGATE_BANK_BRANCHES, abortFraction: env.IQGATE_BANK_ABORT_FRACTION },
+    onError: (error) => console.error('bank feed stopped:', error),
+  });
+  stops.push(() => feed.stop());
+  return runBank({ ...common, transfersTopic });
 }
 
 main().catch((error: unknown) => {

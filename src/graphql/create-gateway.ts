@@ -15,6 +15,7 @@ import { QueryEngine } from '../query/query-engine.js';
 import { isServing } from '../query/state-provider.js';
 import type { GatewayContext } from './gateway-context.js';
 import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './gateway-options.js';
+import { graphiqlDefaultQuery } from './graphiql-default-query.js';
 import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
 import { monitorResolvers } from './monitor-resolvers.js';
@@ -55,7 +56,8 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
   return createYoga<object, GatewayContext>({
     schema,
     graphqlEndpoint: options.graphqlEndpoint,
-    graphiql: options.graphiql,
+    // GraphiQL opens on an example over the application's own stores, derived per page load.
+    graphiql: options.graphiql && (async () => ({ defaultQuery: await graphiqlDefaultQuery(options.provider) })),
     // Yoga's default GraphiQL page loads its scripts from a CDN; a sidecar behind a firewall or
     // an offline dashboard would show a blank page. render-graphiql inlines them — 30 MB of
     // source held in memory once loaded, so it is loaded by the first GraphiQL request only.

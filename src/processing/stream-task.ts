@@ -16,8 +16,8 @@
  * (contexts, typed stores, the current record), TransactionOutput holds the transaction's
  * records, and changelog-record.ts / dead-letter-record.ts are the formats it writes.
  */
-import type { CapturedCommit, FlushedChange, TaskStores } from '../store/types.js';
-import { IqgateError } from '../errors.js';
+import type { CapturedCommit, FlushedChange, RecordSource, TaskStores } from '../store/types.js';
+import { IqgateError, type ErrorCode } from '../errors.js';
 import { toChangelogRecord } from './changelog-record.js';
 import { deadLetterRecord } from './dead-letter-record.js';
 import type { InputRecord, OutputRecord, TaskProducer, TopicPartition, TopicPartitionOffset } from './ports.js';
@@ -127,6 +127,8 @@ export class StreamTask {
   private dirty = false;
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
   private pendingRollback: { record: InputRecord; error: unknown } | null = null;
+  /** Processors asked to abort the open transaction (ProcessorContext.abortTransaction): settled at the commit point. */
+  private abortRequests: Array<{ readonly source: RecordSource; readonly reason: string }> = [];
   private unsubscribeFlush: (() => void) | null = null;
 
   constructor(private readonly config: StreamTaskConfig) {
@@ -143,6 +145,7 @@ export class StreamTask {
       sinkTopics: config.sinkTopics,
       emit: (record) => this.output.push(record),
       stores: () => this.stores,
+      requestAbort: (source, reason) => this.abortRequests.push({ source, reason }),
     });
   }
 
@@ -171,6 +174,11 @@ export class StreamTask {
 
   get lastCommitAt(): number {
     return this.lastCommit;
+  }
+
+  /** A processor asked to abort the open transaction; it is rolled back at the next commit point. */
+  get abortRequested(): boolean {
+    return this.abortRequests.length > 0;
   }
 
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
@@ -406,8 +414,17 @@ export class StreamTask {
     const step = (s: CommitStep): void => this.config.onCommitStep?.(s, this.id);
     this.isCommitting = true;
     try {
-      const records = this.txnRecords.length;
       this.flushAll();
+      while (this.abortRequests.length > 0) {
+        // Records of the doomed transaction may be in Kafka already (sent ahead): abort it there first.
+        if (this.output.sentInTxn) {
+          await this.output.settle();
+          await producer.abort();
+        }
+        this.abortAndReplay();
+        this.flushAll();
+      }
+      const records = this.txnRecords.length;
       step('after-flush');
       await this.output.drain(producer);
       step('after-send');
@@ -454,6 +471,11 @@ export class StreamTask {
     const stores = this.stores;
     if (!this.dirty || stores === null || this.state !== 'RUNNING') return null;
     this.flushAll();
+    // Nothing of the task is in the instance's transaction before its cut: an abort is in memory.
+    while (this.abortRequests.length > 0) {
+      this.abortAndReplay();
+      this.flushAll();
+    }
     const cut: TaskCut = {
       task: this,
       records: this.txnRecords.length,
@@ -526,9 +548,39 @@ export class StreamTask {
     return this.committedOffsets;
   }
 
+  /**
+   * The commit point of a transaction a processor asked to abort (ProcessorContext
+   * abortTransaction): everything since the last commit is dropped — the store's uncommitted
+   * layers hold exactly this transaction's writes, so they return to the last commit — and the
+   * transaction's records are processed again, in order, without the ones that asked (consumed
+   * without effect, as the `skip` policy leaves a failed record). Records skipped before stay
+   * skipped, with their dead letters. A replayed record may ask again; the caller repeats until
+   * none does (each round drops at least one more record). The Kafka side is the caller's.
+   */
+  private abortAndReplay(): void {
+    const requests = this.abortRequests;
+    const replay = this.txnRecords;
+    const skipped = [...this.skipOffsets];
+    this.dropUncommitted();
+    for (const [key, deadLetter] of skipped) this.skipOffsets.set(key, deadLetter);
+    const dropped = new Set(requests.map(({ source }) => `${source.topic}:${source.offset}`));
+    for (const key of dropped) this.skipOffsets.set(key, null);
+    // Deliberate, so no error object (nor its stack) per abort: the code and the reasons.
+    const code: ErrorCode = 'TRANSACTION_ABORTED';
+    this.config.logger.info({
+      taskId: this.id,
+      code,
+      reasons: requests.map((r) => `${r.source.topic}/${r.source.partition}@${r.source.offset}: ${r.reason}`),
+      dropped: dropped.size,
+      replayed: replay.length - dropped.size,
+    }, 'transaction aborted by a processor: rolled back, its other records replayed');
+    for (const record of replay) this.runRecord(record);
+  }
+
   /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */
   dropUncommitted(): void {
     this.stores?.abort();
+    this.abortRequests = [];
     this.txnRecords = [];
     this.skipOffsets.clear();
     this.output.reset();

@@ -23,6 +23,8 @@ export interface TaskNodeRunnerConfig {
   readonly emit: (record: OutputRecord) => void;
   /** The task's stores, null while none are attached. */
   readonly stores: () => TaskStores | null;
+  /** A processor called abortTransaction() while `source` was the current input record. */
+  readonly requestAbort: (source: RecordSource, reason: string) => void;
 }
 
 export class TaskNodeRunner {
@@ -108,6 +110,10 @@ export class TaskNodeRunner {
         } else {
           for (const c of children) runner.runNode(c, record);
         }
+      },
+      abortTransaction: (reason: string): void => {
+        if (typeof reason !== 'string') throw new TypeError('abortTransaction(reason): reason must be a string');
+        runner.config.requestAbort(runner.current, reason);
       },
       get topic() { return runner.current.topic; },
       get partition() { return runner.current.partition; },

@@ -30,6 +30,18 @@ export interface ProcessorContext {
   store<K, V>(name: string): TypedStore<K, V>;
   /** Sends a record to all children, or to the named child only. */
   forward<K, V>(record: StreamRecord<K, V>, child?: string): void;
+  /**
+   * Aborts the task's open transaction at its commit point: everything the task did since its
+   * last commit (store writes, output records) is rolled back instead of committed, the other
+   * input records of that transaction are processed again, in order, into the next one, and
+   * the record being processed is dropped (consumed without effect). Until the commit point the
+   * transaction's writes stay visible to uncommitted reads, as any uncommitted write is.
+   * Deferring the abort to the commit point costs one rollback and replay per commit interval
+   * however many records ask for it. Not an error: the processor may simply return (whatever
+   * else it writes for this record is rolled back too). Logged with code TRANSACTION_ABORTED.
+   * Under at-least-once, output records already sent ahead of the commit stay sent.
+   */
+  abortTransaction(reason: string): void;
   /** The input record being processed. */
   readonly topic: string;
   readonly partition: number;

@@ -37,6 +37,7 @@ describe('npm start', () => {
     main = startMain({
       KAFKA_BROKERS: kafkaBrokers().join(','),
       IQGATE_APP_ID: app,
+      IQGATE_DEMO: 'wordcount',
       IQGATE_INPUT_TOPIC: `${app}-input`,
       IQGATE_OUTPUT_TOPIC: `${app}-output`,
       IQGATE_STATE_DIR: stateDir,
