@@ -3,7 +3,14 @@
 // Each column is fed by its own `changes` subscription (readCommitted true / false) with
 // `initial: true`, so every (re)subscription starts from the current state of that view and
 // nothing is shown in the committed column that the server did not serve as committed.
-import { describeErrors, errorCode, subscribe } from './graphql-client.js';
+//
+// The uncommitted column also reads the uncommitted view of the keys in sight twice a second
+// (`getMany`/`range` with readCommitted: false). Its subscription reports writes when the record
+// cache flushes them, which is at the commit point: writes processed since then, and a
+// transaction rolled back after its writes were flushed (its keys return to their committed
+// values without a change event), are seen only by reading. The committed column is fed by its
+// subscription alone: committed changes are exact and never roll back.
+import { describeErrors, errorCode, query, subscribe } from './graphql-client.js';
 
 const CHANGES = `subscription DashboardChanges($store: String!, $keys: [Key!], $from: Key, $to: Key, $readCommitted: Boolean!) {
   changes(store: $store, keys: $keys, from: $from, to: $to, readCommitted: $readCommitted, initial: true) {
@@ -19,6 +26,22 @@ const PERMANENT = new Set([
   'TOO_MANY_ALIASES', 'TOO_MANY_DIRECTIVES', 'TOO_MANY_TOKENS', 'ENCODE_FAILED', 'KEY_TOO_LARGE',
 ]);
 
+const PEEK_KEYS = `query DashboardPeekKeys($store: String!, $keys: [Key!]!) {
+  getMany(store: $store, keys: $keys, readCommitted: false) {
+    entries { key value found partition failure { reason } }
+    partitions { partition position }
+  }
+}`;
+
+const PEEK_RANGE = `query DashboardPeekRange($store: String!, $from: Key, $to: Key, $first: Int!) {
+  range(store: $store, from: $from, to: $to, first: $first, readCommitted: false) {
+    edges { node { key value partition } }
+    pageInfo { hasNextPage }
+    partitions { partition position }
+  }
+}`;
+
+const PEEK_MS = 500;
 const COLUMNS = ['committed', 'uncommitted'];
 const MAX_RETRY_MS = 5_000;
 
@@ -128,6 +151,7 @@ export class Explorer {
    * @param {() => Map<string, {keySerde: string}>} stores the stores as last polled
    */
   constructor(endpoint, root, stores) {
+    this.endpoint = endpoint;
     this.root = root;
     this.stores = stores;
     this.form = root.querySelector('#explorer-form');
@@ -138,6 +162,9 @@ export class Explorer {
     this.rows = new Map();
     this.selection = null;
     this.renderPending = false;
+    // Every cell remembers when it was last set; a read answers only for cells not set since it was asked.
+    this.sequence = 0;
+    this.peekGeneration = 0;
     this.form.addEventListener('change', () => this.showModeFields());
     this.form.addEventListener('submit', (event) => {
       event.preventDefault();
@@ -184,6 +211,7 @@ export class Explorer {
   /** Starts both subscriptions for a selection (and puts it in the URL, to share or reload). */
   watch(selection) {
     for (const feed of Object.values(this.feeds)) feed.stop();
+    this.peekGeneration += 1;
     this.rows.clear();
     this.selection = selection;
     const params = new URLSearchParams({ store: selection.store, mode: selection.mode, limit: String(selection.limit) });
@@ -216,6 +244,7 @@ export class Explorer {
     }
     this.render();
     for (const feed of Object.values(this.feeds)) feed.start(variables);
+    void this.peek(this.peekGeneration, variables, selection.limit);
   }
 
   /** A (re)subscription was accepted: its initial entries replace what the column showed. */
@@ -234,6 +263,72 @@ export class Explorer {
     this.scheduleRender();
   }
 
+  /** Reads the uncommitted view of the keys in sight, twice a second, while its subscription is live. */
+  async peek(generation, variables, limit) {
+    const keys = variables.keys;
+    while (generation === this.peekGeneration) {
+      await sleep(PEEK_MS);
+      if (generation !== this.peekGeneration || this.status.uncommitted.state !== 'live') continue;
+      const asked = this.sequence;
+      let result;
+      try {
+        result = keys === null
+          ? await query(this.endpoint, PEEK_RANGE, { store: variables.store, from: variables.from, to: variables.to, first: limit })
+          : await query(this.endpoint, PEEK_KEYS, { store: variables.store, keys });
+      } catch {
+        continue; // the server is away: the subscriptions say so
+      }
+      if (generation !== this.peekGeneration || this.status.uncommitted.state !== 'live' || result.data == null) continue;
+      if (keys === null) this.applyRangeRead(asked, result.data.range);
+      else this.applyKeysRead(asked, result.data.getMany);
+    }
+  }
+
+  /** A read's answer for one key, unless the cell was set after the read was asked. */
+  applyRead(asked, key, cell) {
+    const id = JSON.stringify(key);
+    let row = this.rows.get(id);
+    if ((row?.uncommitted?.seq ?? 0) > asked) return;
+    if (cell === null) {
+      if (row === undefined) return;
+      delete row.uncommitted;
+      if (!COLUMNS.some((c) => row[c] !== undefined)) this.rows.delete(id);
+      return;
+    }
+    if (row === undefined) {
+      row = { key };
+      this.rows.set(id, row);
+    }
+    row.uncommitted = { ...cell, seq: ++this.sequence };
+  }
+
+  applyKeysRead(asked, answer) {
+    const positions = new Map(answer.partitions.map((p) => [p.partition, p.position]));
+    for (const entry of answer.entries) {
+      if (entry.failure != null) continue;
+      this.applyRead(asked, entry.key, { deleted: !entry.found, value: entry.value, position: positions.get(entry.partition), partition: entry.partition });
+    }
+    this.scheduleRender();
+  }
+
+  applyRangeRead(asked, page) {
+    const positions = new Map(page.partitions.map((p) => [p.partition, p.position]));
+    const present = new Set();
+    for (const { node } of page.edges) {
+      present.add(JSON.stringify(node.key));
+      this.applyRead(asked, node.key, { deleted: false, value: node.value, position: positions.get(node.partition), partition: node.partition });
+    }
+    // Keys the page covers (all of them, or up to its last key) but did not return are absent now.
+    const last = page.edges.at(-1)?.node.key;
+    const failed = new Set(page.partitions.filter((p) => p.position == null).map((p) => p.partition));
+    for (const [id, row] of [...this.rows]) {
+      if (present.has(id) || row.uncommitted === undefined || failed.has(row.uncommitted.partition)) continue;
+      if (page.pageInfo.hasNextPage && (last === undefined || compareKeys(row.key, last) > 0)) continue;
+      this.applyRead(asked, row.key, null);
+    }
+    this.scheduleRender();
+  }
+
   apply(column, change) {
     const id = JSON.stringify(change.key);
     let row = this.rows.get(id);
@@ -243,7 +338,7 @@ export class Explorer {
       this.rows.set(id, row);
     }
     if (change.deleted && this.keyOrder === null) delete row[column];
-    else row[column] = { deleted: change.deleted, value: change.value, position: change.position, partition: change.partition };
+    else row[column] = { deleted: change.deleted, value: change.value, position: change.position, partition: change.partition, seq: ++this.sequence };
     if (!COLUMNS.some((c) => row[c] !== undefined)) this.rows.delete(id);
     this.scheduleRender();
   }
