@@ -16,6 +16,7 @@ import { startDemoFeed, type DemoFeed } from '../../../examples/wordcount/demo-f
 import { runWordcount } from '../../../examples/wordcount/run-wordcount.js';
 import type { Runtime } from '../../../src/runtime/runtime.js';
 import { serve, type Serving } from '../../../src/serve.js';
+import { postGraphQL } from '../../support/graphql.js';
 import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 import { connectionState, displayed, explorerState, launchChromium, openDashboard, seen } from './dashboard-browser.js';
 
@@ -50,6 +51,35 @@ afterAll(async () => {
 const dashboardUrl = (hash = ''): string => serving.url.replace(/\/graphql$/, `/dashboard${hash}`);
 
 describe('the dashboard page on the wordcount example', () => {
+  it('reads operator fields that follow the runtime: commits, their history, last commits and lag per partition', async () => {
+    type Answer = {
+      instance: { applicationId: string; kafkaClient: string; commits: number; lastCommitAt: string; history: Array<{ commits: number; commitLatencyMaxMs: number | null; pauseMaxMs: number }> };
+      stores: Array<{ name: string; localPartitions: Array<{ partition: number; lastCommitAt: string | null; lag: number | null; inputEnd: Record<string, Record<string, number>> | null }> }>;
+    };
+    const query = `{
+      instance { applicationId kafkaClient commits lastCommitAt history(minutes: 1) { commits commitLatencyMaxMs pauseMaxMs } }
+      stores { name localPartitions { partition lastCommitAt lag inputEnd } }
+    }`;
+    let answer: Answer | undefined;
+    await waitFor(async () => {
+      answer = await postGraphQL<Answer>(serving.url, query);
+      const counts = answer.stores.find((s) => s.name === 'word-counts');
+      return answer.instance.commits > 0 && counts !== undefined && counts.localPartitions.length === 4 && counts.localPartitions.every((p) => p.lag !== null && p.lastCommitAt !== null);
+    }, 60_000, 200);
+    const { instance, stores } = answer!;
+    expect(instance.applicationId).toBe(runtime.options.applicationId);
+    expect(instance.kafkaClient).toBe(runtime.monitor.kafkaClient());
+    expect(Date.now() - Date.parse(instance.lastCommitAt)).toBeLessThan(30_000);
+    expect(instance.history.reduce((n, i) => n + i.commits, 0)).toBeGreaterThan(0);
+    expect(instance.history.some((i) => i.commitLatencyMaxMs !== null && i.commitLatencyMaxMs >= 0)).toBe(true);
+    for (const p of stores.find((s) => s.name === 'word-counts')!.localPartitions) {
+      const ends = Object.values(p.inputEnd!);
+      expect(ends).toHaveLength(1); // the repartition topic feeding the count
+      expect(ends[0]![String(p.partition)]).toBeGreaterThan(0);
+      expect(p.lag).toBeGreaterThanOrEqual(0);
+    }
+  });
+
   it('shows the instance, its partitions and the store live, and follows a server that goes away and comes back', async () => {
     const { page, errors } = await openDashboard(browser, dashboardUrl('#store=word-counts&mode=range&limit=200'));
     await connectionState(page, 'connected');
