@@ -49,7 +49,7 @@ export class MetricsHistory {
   /** Starts sampling the event-loop delay; each interval then closes on time (an unref'd timer). */
   start(): void {
     if (this.histogram !== null) return;
-    this.histogram = monitorEventLoopDelay({ resolution: 10 });
+    this.histogram = monitorEventLoopDelay({ resolution: 20 });
     this.histogram.enable();
     this.timer = setInterval(() => this.roll(this.clock()), this.intervalMs);
     this.timer.unref();
