@@ -18,9 +18,9 @@ import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions
 import { graphiqlDefaultQuery } from './graphiql-default-query.js';
 import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
-import { monitorResolvers } from './monitor-resolvers.js';
 import { useGatewayMetrics } from './gateway-metrics.js';
 import { useMetricsEndpoint } from './metrics-endpoint.js';
+import { monitorResolvers } from './monitor-resolvers.js';
 import { queryResolvers } from './query-resolvers.js';
 import { useRequestErrorCodes } from './request-error-codes.js';
 import { JSONScalar, KeyScalar, PositionScalar } from './scalars.js';
@@ -68,12 +68,12 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     context,
     plugins: [
       useRequestErrorCodes(),
+      // GET /dashboard: the operator's page over this endpoint (src/dashboard/).
+      useDashboard({ graphqlEndpoint: options.graphqlEndpoint }),
       // GET /health (yoga's own) answers while the process lives; GET /ready only while the
       // instance serves queries (RUNNING or REBALANCING), for load balancers and Kubernetes.
       useReadinessCheck({ endpoint: '/ready', check: () => isServing(options.provider.instanceState()) }),
       ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(options.metrics, options.graphqlEndpoint)]),
-      // GET /dashboard: the operator's page over this endpoint (src/dashboard/).
-      useDashboard({ graphqlEndpoint: options.graphqlEndpoint }),
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },
         costLimit: { maxCost: options.maxCost, onReject: coded('QUERY_TOO_COSTLY') },
