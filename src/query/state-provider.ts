@@ -46,6 +46,11 @@ export interface StateProvider {
   localPartition(storeName: string, partition: number): LocalStorePartition | undefined;
   tasks(): readonly TaskDescriptor[];
   /**
+   * Figures for an operator's view (commits, recent history, input ends: the /dashboard page).
+   * Optional: without it, those GraphQL fields are null.
+   */
+  monitor?(): InstanceMonitor;
+  /**
    * The GraphQL URL of the instance hosting this partition when it is not hosted here
    * (Kafka Streams' KeyQueryMetadata.activeHost); undefined when unknown or local. Optional:
    * without it, every non-local partition is plainly NOT_PRESENT and nothing is forwarded.
@@ -56,11 +61,6 @@ export interface StateProvider {
    * broker is away), or undefined while it is in. Optional: without it, none is reported.
    */
   kafkaError?(): InstanceError | undefined;
-  /**
-   * Figures for an operator's view (commits, recent history, input ends: the /dashboard page).
-   * Optional: without it, those GraphQL fields are null.
-   */
-  monitor?(): InstanceMonitor;
 }
 
 /** A coded error of the instance as a whole (its code is one of src/errors.ts). */

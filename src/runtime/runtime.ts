@@ -130,11 +130,11 @@ export class Runtime {
   /** Resolves once the runtime is set up and consuming (tasks open as the group assigns them). */
   async start(): Promise<void> {
     this.transition('STARTING');
+    this.monitor.recent.start();
     const o = this.options;
     const groups = sourceTopicGroups(this.topology, o.applicationId);
     const ports = this.config.ports ?? createRuntimePorts({ options: o, topology: this.topology, advertisedUrl: this.advertised, logger: this.logger });
     this.ports = ports;
-    this.monitor.recent.start();
     try {
       await this.startupRetry.run('prepare topics', () => prepareTopics({
         admin: ports.admin, topology: this.topology, options: o, groups, partitionsOfStore: this.partitionsOfStore,
