@@ -15,6 +15,12 @@ import type { RuntimeOptions } from './runtime-options.js';
 
 /** How long the input ends read from Kafka are reused: a page polling every second or two, with many partitions, costs one ListOffsets per topic per second at most. */
 const ENDS_TTL_MS = 1_000;
+/**
+ * How long a query waits for them. While the broker is away a client retries for much longer,
+ * and the dashboard's whole overview would wait with it — when it matters most that it shows
+ * the instance's kafkaError. The read goes on; later requests share it until it settles.
+ */
+const ENDS_WAIT_MS = 1_500;
 
 export interface RuntimeMonitorSources {
   readonly options: Pick<RuntimeOptions, 'applicationId' | 'processingGuarantee' | 'commitIntervalMs'>;
@@ -29,7 +35,7 @@ export class RuntimeMonitor implements InstanceMonitor {
   readonly recent: MetricsHistory;
   private readonly lastCommits = new Map<string, number>();
   private lastCommit: number | undefined;
-  private readonly ends = new Map<string, { readonly at: number; readonly offsets: Promise<Map<number, number>> }>();
+  private readonly ends = new Map<string, { readonly at: number; readonly offsets: Promise<Map<number, number>>; settled: boolean }>();
   private topicsOfStore: Map<string, readonly string[]> | null = null;
   private readonly clock: () => number;
 
@@ -86,9 +92,19 @@ export class RuntimeMonitor implements InstanceMonitor {
     const kafka = this.sources.kafka();
     const position = Position.empty();
     if (kafka === null) return position;
-    for (const topic of this.storeTopics(storeName)) {
-      const offset = (await this.topicEnds(kafka.admin, topic)).get(partition);
-      if (offset !== undefined) position.advance(topic, partition, offset);
+    const topics = this.storeTopics(storeName);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`input ends of ${topics.join(', ')} not read within ${ENDS_WAIT_MS} ms`)), ENDS_WAIT_MS);
+    });
+    try {
+      const ends = await Promise.race([Promise.all(topics.map((topic) => this.topicEnds(kafka.admin, topic))), timeout]);
+      topics.forEach((topic, i) => {
+        const offset = ends[i]!.get(partition);
+        if (offset !== undefined) position.advance(topic, partition, offset);
+      });
+    } finally {
+      clearTimeout(timer);
     }
     return position;
   }
@@ -107,13 +123,19 @@ export class RuntimeMonitor implements InstanceMonitor {
   private topicEnds(admin: AdminPort, topic: string): Promise<Map<number, number>> {
     const now = this.clock();
     const cached = this.ends.get(topic);
-    if (cached !== undefined && now - cached.at < ENDS_TTL_MS) return cached.offsets;
+    if (cached !== undefined && (!cached.settled || now - cached.at < ENDS_TTL_MS)) return cached.offsets;
     const offsets = admin.endOffsets(topic);
-    this.ends.set(topic, { at: now, offsets });
-    // A failed read is not cached: the next request asks again.
-    offsets.catch(() => {
-      if (this.ends.get(topic)?.offsets === offsets) this.ends.delete(topic);
-    });
+    const entry = { at: now, offsets, settled: false };
+    this.ends.set(topic, entry);
+    offsets.then(
+      () => {
+        entry.settled = true;
+      },
+      () => {
+        // A failed read is not kept: the next request asks again.
+        if (this.ends.get(topic) === entry) this.ends.delete(topic);
+      },
+    );
     return offsets;
   }
 }
