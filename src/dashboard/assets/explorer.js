@@ -21,7 +21,7 @@ const CHANGES = `subscription DashboardChanges($store: String!, $keys: [Key!], $
 // Endings that subscribing again cannot cure until the selection changes: say so and wait.
 // Anything else (a revoked partition, an overflow, a server going away, NOT_STARTED) is retried.
 const PERMANENT = new Set([
-  'STORE_NOT_FOUND', 'INVALID_KEY', 'INVALID_ARGUMENT', 'INVALID_RANGE', 'PAGE_SIZE_EXCEEDED',
+  'INVALID_KEY', 'INVALID_ARGUMENT', 'INVALID_RANGE', 'PAGE_SIZE_EXCEEDED',
   'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'QUERY_TOO_DEEP', 'QUERY_TOO_COSTLY',
   'TOO_MANY_ALIASES', 'TOO_MANY_DIRECTIVES', 'TOO_MANY_TOKENS', 'ENCODE_FAILED', 'KEY_TOO_LARGE',
 ]);
@@ -44,6 +44,9 @@ const PEEK_RANGE = `query DashboardPeekRange($store: String!, $from: Key, $to: K
 const PEEK_MS = 500;
 const COLUMNS = ['committed', 'uncommitted'];
 const MAX_RETRY_MS = 5_000;
+// A store that is not there may come: an instance lists its stores once it has started (or a
+// new version of the application is deployed). Said as an error until the overview lists it.
+const ABSENT_STORE_CHECK_MS = 1_000;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -131,6 +134,13 @@ class Feed {
       if (ending.errors !== undefined && PERMANENT.has(code)) {
         explorer.setStatus(column, 'error', describeErrors(ending.errors));
         return;
+      }
+      if (code === 'STORE_NOT_FOUND') {
+        explorer.setStatus(column, 'error', `${describeErrors(ending.errors)}; subscribing again when the instance lists it`);
+        do await sleep(ABSENT_STORE_CHECK_MS);
+        while (generation === this.generation && !explorer.stores().has(variables.store));
+        failures = 0;
+        continue;
       }
       failures += 1;
       const delay = Math.min(MAX_RETRY_MS, 250 * 2 ** Math.min(failures, 5));

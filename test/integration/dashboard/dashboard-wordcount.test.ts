@@ -14,7 +14,8 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoFeed, type DemoFeed } from '../../../examples/wordcount/demo-feed.js';
 import { runWordcount } from '../../../examples/wordcount/run-wordcount.js';
-import type { Runtime } from '../../../src/runtime/runtime.js';
+import { buildWordcountTopology } from '../../../examples/wordcount/wordcount-topology.js';
+import { createRuntime, type Runtime } from '../../../src/runtime/runtime.js';
 import { serve, type Serving } from '../../../src/serve.js';
 import { postGraphQL } from '../../support/graphql.js';
 import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
@@ -64,7 +65,8 @@ describe('the dashboard page on the wordcount example', () => {
     await waitFor(async () => {
       answer = await postGraphQL<Answer>(serving.url, query);
       const counts = answer.stores.find((s) => s.name === 'word-counts');
-      return answer.instance.commits > 0 && counts !== undefined && counts.localPartitions.length === 4 && counts.localPartitions.every((p) => p.lag !== null && p.lastCommitAt !== null);
+      return answer.instance.commits > 0 && counts !== undefined && counts.localPartitions.length === 4
+        && counts.localPartitions.every((p) => p.lag !== null && p.lastCommitAt !== null && (Object.values(p.inputEnd ?? {})[0]?.[String(p.partition)] ?? 0) > 0);
     }, 60_000, 200);
     const { instance, stores } = answer!;
     expect(instance.applicationId).toBe(runtime.options.applicationId);
@@ -146,6 +148,40 @@ describe('the dashboard page on the wordcount example', () => {
     }
     const committedNow = await displayed(page, 'committed');
     expect(Object.keys(committedNow).length).toBeGreaterThan(0);
+    expect(errors).toEqual([]);
+  });
+
+  it('opened on an instance that has not started, says NOT_STARTED and goes live once it runs', async () => {
+    const inputTopic = uniqueName('dash-late-lines');
+    const kafka = testKafka();
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: inputTopic, numPartitions: 2 }], waitForLeaders: true });
+    await admin.disconnect();
+    const lateDir = mkdtempSync(join(tmpdir(), 'iqgate-dashboard-late-'));
+    cleanups.push(async () => rmSync(lateDir, { recursive: true, force: true }));
+    const late = createRuntime({
+      applicationId: uniqueName('dash-late'), brokers: kafkaBrokers(), stateDir: lateDir, logLevel: 'silent',
+      topology: buildWordcountTopology({ inputTopic, outputTopic: uniqueName('dash-late-counts') }),
+    });
+    cleanups.push(() => late.stop());
+    const lateServing = await serve(late, { port: 0, logging: false });
+    cleanups.push(() => lateServing.close());
+
+    const { page, errors } = await openDashboard(browser, lateServing.url.replace(/\/graphql$/, '/dashboard#store=word-counts&mode=keys&keys=late,start'));
+    await page.waitForFunction(() => document.querySelector('#instance-state')?.textContent === 'CREATED');
+    await page.waitForFunction(() => (window as unknown as { __seen: { statuses: string[] } }).__seen.statuses.some((s) => s.includes('NOT_STARTED') && s.includes('subscribing again')));
+
+    await late.start();
+    const producer = kafka.producer();
+    await producer.connect();
+    cleanups.push(() => producer.disconnect());
+    await producer.send({ topic: inputTopic, messages: [{ key: 'l1', value: 'a late start' }, { key: 'l2', value: 'late late' }] });
+    await page.waitForFunction(() => document.querySelector('#instance-state')?.textContent === 'RUNNING', undefined, { timeout: 60_000 });
+    await explorerState(page, 'live', 60_000);
+    // The counts arrive through the subscriptions that were refused before the start.
+    await page.waitForFunction(() => document.querySelector('#explorer tr[data-key=\'"late"\'] td[data-column="committed"]')?.getAttribute('data-json') === '"3"', undefined, { timeout: 60_000 });
+    expect(await page.locator('#explorer tr[data-key=\'"start"\'] td[data-column="committed"]').getAttribute('data-json')).toBe('"1"');
     expect(errors).toEqual([]);
   });
 });
