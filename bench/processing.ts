@@ -10,7 +10,11 @@
  *                       counts in LevelDB-backed stores, changelog, output), commit interval
  *                       100 ms (librdkafka: one transaction for the instance, processing through
  *                       commits; kafkajs: a transaction per task);
- *   eos.librdkafka.commit.p99 / .pause.p99   commit latency and event-loop delay of the librdkafka run.
+ *   eos.librdkafka.commit.p99 / .pause.p99   commit latency and event-loop delay of the librdkafka run;
+ *   consume.<client>.rate / .cost   the client only consuming wordcount's words back (the first
+ *                       run's repartition topic; bench/consume-loop.ts): records/s and event-loop
+ *                       µs per record; .wordcount.bound = the lines/s at which consuming alone
+ *                       (a line and its words) fills one thread.
  * Rates count input lines per second from start() to the last line committed (start-up and the
  * group join included, as for the loops). Prints one line per figure and writes
  * bench/results/processing.json ([{ name, unit, value }]).
@@ -50,6 +54,17 @@ function txnLoop(brokerList: readonly string[], input: string, output: string, c
   });
   if (child.status !== 0) throw new Error(`bench/txn-loop.ts (${client}) failed with status ${String(child.status)}: ${child.stdout}`);
   return (JSON.parse(child.stdout.trim().split('\n').pop() ?? '{}') as { linesPerSecond: number }).linesPerSecond;
+}
+
+/** bench/consume-loop.ts on `client`, in a process of its own: records/s and event-loop µs per record. */
+function consumeLoop(brokerList: readonly string[], topic: string, records: number, client: string): { recordsPerSecond: number; activeMicrosPerRecord: number } {
+  const child = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./consume-loop.ts', import.meta.url)), brokerList.join(','), topic, String(records), client], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: 180_000,
+  });
+  if (child.status !== 0) throw new Error(`bench/consume-loop.ts (${client}) failed with status ${String(child.status)}: ${child.stdout}`);
+  return JSON.parse(child.stdout.trim().split('\n').pop() ?? '{}') as { recordsPerSecond: number; activeMicrosPerRecord: number };
 }
 
 interface EosRun {
@@ -110,6 +125,11 @@ async function main(): Promise<void> {
     for (const client of CLIENTS) txn.set(client, txnLoop(broker.brokers, input, `bench-txn-out-${client}-${suffix}`, client));
     for (const client of CLIENTS) eos.set(client, await eosWordcount(broker.brokers, input, `bench-wc-out-${client}-${suffix}`, client, LINES + totalWords));
 
+    // The words the first wordcount run wrote to its repartition topic: what wordcount consumes.
+    const repartition = `bench-wc-${CLIENTS[0] ?? 'librdkafka'}-${suffix}-words-repartition`;
+    const consume = new Map(CLIENTS.map((client) => [client, consumeLoop(broker.brokers, repartition, totalWords, client)] as const));
+    const consumedPerLine = (LINES + totalWords) / LINES;
+
     for (const client of CLIENTS) report(`txn.${client}.rate`, 'lines/s', txn.get(client) ?? 0);
     for (const client of CLIENTS) report(`eos.${client}.rate`, 'lines/s', eos.get(client)?.rate ?? 0);
     for (const client of CLIENTS) {
@@ -119,6 +139,14 @@ async function main(): Promise<void> {
       report(`eos.${client}.pause.p99`, 'ms', run.pauseP99);
       report(`eos.${client}.commits`, 'count', run.commits);
       report(`eos.${client}.rate / txn.${client}.rate`, 'ratio', run.rate / (txn.get(client) ?? Number.NaN));
+    }
+    for (const client of CLIENTS) {
+      const run = consume.get(client);
+      if (run === undefined) continue;
+      report(`consume.${client}.rate`, 'records/s', run.recordsPerSecond);
+      report(`consume.${client}.cost`, 'µs/record', run.activeMicrosPerRecord);
+      // Consuming alone, on one thread, bounds wordcount at this many lines/s.
+      report(`consume.${client}.wordcount.bound`, 'lines/s', 1e6 / (run.activeMicrosPerRecord * consumedPerLine));
     }
     const rd = eos.get('librdkafka');
     const js = eos.get('kafkajs');

@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   NOT_UP_TO_BOUND: 'The store did not reach the requested position bound in time.',
   NOT_STARTED: 'The runtime is not running yet.',
   SUBSCRIPTION_OVERFLOW: 'A subscriber fell too far behind; its buffered events exceeded the limit and the subscription ended.',
+  PARTITION_REVOKED: 'A rebalance moved the partition to another instance (or this one lost it); ask its new owner.',
   QUERY_TOO_DEEP: 'The GraphQL operation is nested deeper than the server allows.',
   QUERY_TOO_COSTLY: 'The GraphQL operation\'s estimated cost is above the server limit.',
   TOO_MANY_ALIASES: 'The GraphQL operation uses more aliases than the server allows.',

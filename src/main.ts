@@ -41,8 +41,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import './kafka/kafkajs-patches.js';
-import { startBankFeed } from '../examples/bank/bank-feed.js';
-import { runBank } from '../examples/bank/run-bank.js';
+import { startBankDemo as startBank } from '../examples/bank/start-bank-demo.js';
 import { startDemoFeed, type DemoFeed } from '../examples/wordcount/demo-feed.js';
 import { runWordcount } from '../examples/wordcount/run-wordcount.js';
 import { IqgateError } from './errors.js';
@@ -193,26 +192,23 @@ async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions,
 }
 
 /**
- * The bank demo: its transfers topic (created if missing), the transfer generator (opens the
- * branches, then transfers, a fraction marked to abort half-way), the bank runtime.
+ * The bank demo (examples/bank/start-bank-demo.ts): its transfers topic (created if missing),
+ * the transfer generator (opens the branches, then transfers, a fraction marked to abort
+ * half-way), the bank runtime.
  */
 async function startBankDemo(env: z.output<typeof envSchema>, common: CommonOptions, stops: Array<() => Promise<void>>): Promise<Runtime> {
-  const transfersTopic = env.IQGATE_INPUT_TOPIC ?? 'bank-transfers';
-  const admin = new KafkaAdmin(createKafka({ brokers: common.brokers, clientId: `${common.applicationId}-setup` }));
-  try {
-    await admin.ensureTopics([{ topic: transfersTopic, partitions: PARTITIONS, compacted: false }]);
-  } finally {
-    await admin.close();
-  }
-  const feed = await startBankFeed({
-    brokers: common.brokers,
-    topic: transfersTopic,
-    transfersPerSecond: env.IQGATE_BANK_TRANSFERS_PER_SECOND,
-    shape: { branches: env.IQGATE_BANK_BRANCHES, abortFraction: env.IQGATE_BANK_ABORT_FRACTION },
-    onError: (error) => console.error('bank feed stopped:', error),
+  const demo = await startBank({
+    ...common,
+    transfersTopic: env.IQGATE_INPUT_TOPIC ?? 'bank-transfers',
+    partitions: PARTITIONS,
+    feed: {
+      transfersPerSecond: env.IQGATE_BANK_TRANSFERS_PER_SECOND,
+      shape: { branches: env.IQGATE_BANK_BRANCHES, abortFraction: env.IQGATE_BANK_ABORT_FRACTION },
+      onError: (error) => console.error('bank feed stopped:', error),
+    },
   });
-  stops.push(() => feed.stop());
-  return runBank({ ...common, transfersTopic });
+  if (demo.feed !== null) stops.push(() => demo.feed!.stop());
+  return demo.runtime;
 }
 
 main().catch((error: unknown) => {

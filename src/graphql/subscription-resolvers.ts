@@ -1,6 +1,12 @@
 /**
  * The `changes` subscription: a live feed from query/change-stream.ts (optionally starting with
  * the current state, `initial`), served by yoga over SSE.
+ *
+ * A feed that ends with an error (PARTITION_REVOKED or STORE_CLOSED when its partition closes
+ * here, SUBSCRIPTION_OVERFLOW for a slow reader) rejects its next(); yoga turns that rejection
+ * into the stream's last result, `{ errors: [...] }` masked by the gateway's maskError (so it
+ * carries `extensions.code`), and then completes the SSE stream
+ * (test/unit/graphql/subscription-end.test.ts holds it to that).
  */
 import { IqgateError } from '../errors.js';
 import { openChangeStream, type ChangeEvent, type ChangeSelector } from '../query/change-stream.js';

@@ -54,6 +54,8 @@ export interface StreamTaskConfig {
   /** At-least-once: the plain consumer offset commit. */
   readonly commitInputOffsets: (offsets: readonly TopicPartitionOffset[]) => Promise<void>;
   readonly onCommitStep?: (step: CommitStep, taskId: string) => void;
+  /** A processor aborted the task's transaction (abortTransaction): `dropped` records asked, `replayed` were processed again. */
+  readonly onTransactionAborted?: (taskId: string, dropped: number, replayed: number) => void;
   /**
    * Output records buffered before they are sent ahead of the commit (inside the open
    * transaction), so a commit only sends the remainder and the produce requests stay small.
@@ -174,11 +176,6 @@ export class StreamTask {
 
   get lastCommitAt(): number {
     return this.lastCommit;
-  }
-
-  /** A processor asked to abort the open transaction; it is rolled back at the next commit point. */
-  get abortRequested(): boolean {
-    return this.abortRequests.length > 0;
   }
 
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
@@ -574,6 +571,7 @@ export class StreamTask {
       dropped: dropped.size,
       replayed: replay.length - dropped.size,
     }, 'transaction aborted by a processor: rolled back, its other records replayed');
+    this.config.onTransactionAborted?.(this.id, dropped.size, replay.length - dropped.size);
     for (const record of replay) this.runRecord(record);
   }
 

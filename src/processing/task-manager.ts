@@ -27,6 +27,7 @@ import { RestoreCancelled, type RestoreProgress } from './restore-task-stores.js
 import { FatalTaskError, StreamTask, type CommitOutcome, type CommitStep, type TaskLogger } from './stream-task.js';
 import type { Topology } from './topology.js';
 import { planSubTopologies, sinkTopicsOf, type SubTopologyPlan } from './sub-topology-plan.js';
+import { revokedReason, shutdownReason } from './task-close-reason.js';
 import { TaskOpener } from './task-opener.js';
 import { TaskRecovery } from './task-recovery.js';
 import { taskIdFor } from './topic-names.js';
@@ -42,6 +43,8 @@ export interface TaskManagerEvents {
   onInstanceCommit?(outcome: InstanceCommitOutcome): void;
   onRestoreProgress?(progress: RestoreProgress): void;
   onCommitStep?(step: CommitStep, taskId: string): void;
+  /** A processor aborted a task's transaction (ProcessorContext.abortTransaction). */
+  onTransactionAborted?(taskId: string, dropped: number, replayed: number): void;
   /** The processing loop's synchronous slices, for the pause figures. */
   onSlice?(durationMs: number, records: number): void;
   onControlWait?(waitMs: number): void;
@@ -265,7 +268,7 @@ export class TaskManager implements ConsumerHandlers {
     await Promise.all(revoked.map((task) => new Promise<void>((resolve) => {
       this.control.enqueue({ key: `close:${task.id}`, group: task.id, run: async () => {
         try {
-          await this.closeTask(task, true);
+          await this.closeTask(task, true, this.closeReason(task));
         } finally {
           resolve();
         }
@@ -287,7 +290,8 @@ export class TaskManager implements ConsumerHandlers {
     for (const [id, task] of [...this.tasks]) {
       if (wanted.has(id)) continue;
       this.forget(task);
-      this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, true) });
+      const reason = this.closeReason(task);
+      this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, true, reason) });
     }
     const consumer = this.deps.ports.consumer;
     for (const [id, { plan, partition }] of wanted) {
@@ -344,6 +348,7 @@ export class TaskManager implements ConsumerHandlers {
       instanceTransaction: this.committer !== null,
       commitInputOffsets: (offsets) => this.deps.ports.consumer.commitOffsets(offsets),
       ...(this.deps.events.onCommitStep ? { onCommitStep: this.deps.events.onCommitStep } : {}),
+      ...(this.deps.events.onTransactionAborted ? { onTransactionAborted: this.deps.events.onTransactionAborted } : {}),
       logger: this.deps.logger,
     });
   }
@@ -546,18 +551,26 @@ export class TaskManager implements ConsumerHandlers {
     }
   }
 
-  /** Closes a task (TaskOpener.close); after a failure, without a last commit. */
-  private async closeTask(task: StreamTask, commit: boolean): Promise<void> {
+  /**
+   * Closes a task (TaskOpener.close); after a failure, without a last commit. `reason` is what
+   * the subscribers of its stores hear (task-close-reason.ts).
+   */
+  private async closeTask(task: StreamTask, commit: boolean, reason: IqgateError): Promise<void> {
     if (task.state === 'CLOSED') return;
     if (this.committer !== null) {
       // Its last work goes out in the instance's transaction, with whatever the others did.
       if (commit && !this.failed && task.state === 'RUNNING' && task.hasUncommitted()) await this.requestInstanceCommit([task]);
-      await this.opener.close(task, false);
+      await this.opener.close(task, false, reason);
       this.openedIn.delete(task);
       return;
     }
-    await this.opener.close(task, commit && !this.failed);
+    await this.opener.close(task, commit && !this.failed, reason);
     this.openedIn.delete(task);
+  }
+
+  /** A task leaving the assignment: revoked, unless the instance is stopping (a consumer leaving its group revokes all). */
+  private closeReason(task: StreamTask): IqgateError {
+    return this.stopping ? shutdownReason(task.id, this.failed) : revokedReason(task.id);
   }
 
   private fail(error: unknown): void {
@@ -606,7 +619,7 @@ export class TaskManager implements ConsumerHandlers {
     this.stopScheduling();
     this.recovery.clearRetryTimers();
     for (const [id, task] of this.tasks) {
-      this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, false) });
+      this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, false, shutdownReason(id, this.failed)) });
     }
     await this.control.idle();
     this.tasks.clear();

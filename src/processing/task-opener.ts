@@ -5,6 +5,7 @@
  * when a task opens or closes and what a failure leads to (TaskRecovery); the steps, and the
  * per-topic offset readers that all opening tasks share, are here.
  */
+import type { IqgateError } from '../errors.js';
 import type { StoreEngine } from '../store/types.js';
 import { discardProducer } from './discard-producer.js';
 import { FreshTopicReader } from './fresh-topic-reader.js';
@@ -84,8 +85,11 @@ export class TaskOpener {
     }
   }
 
-  /** Closes a task: a last commit when asked (revocation, shutdown), then producer and stores. */
-  async close(task: StreamTask, commit: boolean): Promise<void> {
+  /**
+   * Closes a task: a last commit when asked (revocation, shutdown), then producer and stores;
+   * the stores' subscribers hear `reason` after that commit's events (task-close-reason.ts).
+   */
+  async close(task: StreamTask, commit: boolean, reason?: IqgateError): Promise<void> {
     if (commit && task.state === 'RUNNING' && task.hasUncommitted()) {
       try {
         await task.commit(this.deps.clock);
@@ -96,7 +100,7 @@ export class TaskOpener {
     const { producer, stores } = task.detach();
     await discardProducer(producer);
     try {
-      await stores?.close();
+      await stores?.close(reason);
     } catch (error) {
       this.deps.logger.warn({ taskId: task.id, err: error }, 'closing task stores failed');
     }

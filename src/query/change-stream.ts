@@ -22,6 +22,14 @@
  * Positions cannot tell an aborted uncommitted write from its reprocessing at the same offsets:
  * on an uncommitted feed, what a view listed (or `after` covered) and was then aborted is not
  * corrected by the reprocessed writes, which are skipped as seen. Committed feeds are exact.
+ *
+ * The stream never goes silent for good: when one of its partitions closes here (a rebalance
+ * moved it away, the instance stops), it hands out the partition's events up to the close and
+ * then ends, rejecting with the closer's code — PARTITION_REVOKED or STORE_CLOSED, retriable,
+ * with the store, the partition and `resumeAfter` in its details — so that the client resumes
+ * with the partition's owner (`after` + `initial` makes that gap-free). The whole stream ends,
+ * not only that partition's part: a feed with a hole in it would read as complete. A task
+ * re-opened after a failed commit keeps its stores, and its feeds carry on through it.
  */
 import { IqgateError } from '../errors.js';
 import { Position } from '../store/position.js';
@@ -106,25 +114,29 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   const live: Pending[] = [];
   let waiting: ((result: IteratorResult<ChangeEvent>) => void) | undefined;
   let failWaiting: ((error: unknown) => void) | undefined;
-  let failure: unknown;
+  /** How the stream ends once its buffered events are out; built then (a close's resumeAfter covers them). */
+  let failure: (() => unknown) | undefined;
   let ended = false;
   let listing = request.initial === true;
   let closing: Promise<void> = Promise.resolve();
 
   const unsubscribes: Array<() => void> = [];
   const listen = (partition: (typeof hosted)[number]): (() => void) =>
-    partition.subscribe((event: StoreChangeEvent) => {
-      if (ended || event.kind !== kind) return;
-      if (after !== undefined && after.dominates(event.position)) return;
-      // Already in the partition's initial view (an uncommitted view holds the dirty cache
-      // entries a later flush emits; a committed one may hold a commit not yet completed).
-      const viewed = snapshot?.positions.get(partition.partition);
-      if (viewed !== undefined && viewed.dominates(event.position)) return;
-      const position = event.position.copy();
-      for (const change of event.changes) {
-        if (matches(change.key)) deliver({ key: change.key, value: change.value, partition: partition.partition, position });
-      }
-    });
+    partition.subscribe(
+      (event: StoreChangeEvent) => {
+        if (ended || event.kind !== kind) return;
+        if (after !== undefined && after.dominates(event.position)) return;
+        // Already in the partition's initial view (an uncommitted view holds the dirty cache
+        // entries a later flush emits; a committed one may hold a commit not yet completed).
+        const viewed = snapshot?.positions.get(partition.partition);
+        if (viewed !== undefined && viewed.dominates(event.position)) return;
+        const position = event.position.copy();
+        for (const change of event.changes) {
+          if (matches(change.key)) deliver({ key: change.key, value: change.value, partition: partition.partition, position });
+        }
+      },
+      { onClose: (reason) => endWith(() => closedError(reason, partition.partition)) },
+    );
   try {
     for (const partition of hosted) unsubscribes.push(listen(partition));
     if (request.initial === true) {
@@ -153,6 +165,14 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     };
   };
 
+  /** The error a partition's close ends the stream with: the closer's code, with where to resume. */
+  const closedError = (reason: IqgateError, partition: number): IqgateError =>
+    new IqgateError(reason.code, `The subscription ended: partition ${partition} of ${store.name} closed on this instance (${reason.message}).`, {
+      cause: reason,
+      retriable: reason.retriable,
+      details: { ...reason.details, store: store.name, partition, ...(merged === undefined ? {} : { resumeAfter: merged.toJSON() }) },
+    });
+
   const stop = (): void => {
     if (ended) return;
     ended = true;
@@ -161,6 +181,22 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     if (listing) live.length = 0;
     if (snapshot !== undefined) closing = snapshot.close().catch((error: unknown) => process.emitWarning(asError(error)));
   };
+
+  /**
+   * Ends the stream with `error` once what was buffered is handed out; a reader already
+   * waiting (nothing buffered) gets it now.
+   */
+  function endWith(error: () => IqgateError): void {
+    if (ended) return;
+    failure = error;
+    stop();
+    const reject = failWaiting;
+    if (reject === undefined) return;
+    waiting = undefined;
+    failWaiting = undefined;
+    failure = undefined;
+    void closing.then(() => reject(error()));
+  }
 
   function deliver(change: Pending): void {
     if (waiting !== undefined) {
@@ -171,7 +207,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
       return;
     }
     if (live.length >= request.maxBuffered) {
-      failure = new IqgateError('SUBSCRIPTION_OVERFLOW', `More than ${request.maxBuffered} events were waiting for this subscriber.`);
+      failure = () => new IqgateError('SUBSCRIPTION_OVERFLOW', `More than ${request.maxBuffered} events were waiting for this subscriber.`);
       stop();
       return;
     }
@@ -186,7 +222,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
         if (entry === undefined) listing = false;
       } catch (error) {
         if (!ended) {
-          failure = error;
+          failure = () => error;
           stop();
         }
       }
@@ -194,7 +230,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     const change = live.shift();
     if (change !== undefined) return { value: toEvent(change, false, true), done: false };
     if (failure !== undefined) {
-      const error = failure;
+      const error = failure();
       failure = undefined;
       await closing;
       throw error;

@@ -27,6 +27,7 @@ export function registerProcessingMetrics(registry: Registry, runtime: Runtime, 
   gauge('control_queue_wait_p99_ms', 'Time control operations waited in the queue (p99).', () => snapshot().controlWaitP99Ms);
   gauge('control_queue_coalesced_total', 'Control requests coalesced with one already waiting.', () => snapshot().controlCoalesced);
   gauge('restored_records_total', 'Changelog records replayed by restores.', () => snapshot().restoredRecords);
+  gauge('transactions_aborted_total', 'Task transactions aborted by a processor (abortTransaction); their other records were replayed.', () => snapshot().transactionsAborted);
   gauge('uncommitted_bytes', 'Bytes held uncommitted (write batches and dirty cache entries of all tasks), against uncommittedMaxBytes (KIP-892).', () => runtime.uncommittedBytes());
   gauge('kafka_error', '1 while the instance is out of its consumer group because of an error (runtime.kafkaError, e.g. the broker is unreachable), else 0.', () => (runtime.kafkaError === null ? 0 : 1));
   registry.registerMetric(new Gauge({

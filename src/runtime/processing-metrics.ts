@@ -52,6 +52,8 @@ export interface ProcessingMetricsSnapshot {
   readonly controlQueueMaxDepth: number;
   readonly controlCoalesced: number;
   readonly restoredRecords: number;
+  /** Task transactions aborted by a processor (ProcessorContext.abortTransaction). */
+  readonly transactionsAborted: number;
 }
 
 export class ProcessingMetrics {
@@ -65,6 +67,7 @@ export class ProcessingMetrics {
   readonly controlWait = new Reservoir();
   recordsCommitted = 0;
   restoredRecords = 0;
+  transactionsAborted = 0;
 
   reset(): void {
     this.commitLatency.reset();

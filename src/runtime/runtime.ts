@@ -180,6 +180,7 @@ export class Runtime {
           },
           ...(crash ? { onCommitStep: crash } : {}),
           onSlice: (ms) => this.metrics.slices.add(ms),
+          onTransactionAborted: () => (this.metrics.transactionsAborted += 1),
           onControlWait: (ms) => this.metrics.controlWait.add(ms),
           onFatal: (error) => this.onFatal(error),
         },
@@ -393,6 +394,7 @@ export class Runtime {
       controlQueueMaxDepth: control?.maxDepth ?? 0,
       controlCoalesced: control?.coalesced ?? 0,
       restoredRecords: this.metrics.restoredRecords,
+      transactionsAborted: this.metrics.transactionsAborted,
     };
   }
 }

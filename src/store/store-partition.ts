@@ -30,6 +30,7 @@ import type {
   ReadView,
   RecordSource,
   StoreChangeListener,
+  StoreSubscribeOptions,
 } from './types.js';
 import type { UncommittedBudget } from './uncommitted-budget.js';
 
@@ -69,6 +70,8 @@ export class StorePartition implements KeyValueStorePartition {
   private uncommittedPos: Position;
   private offset: number | undefined;
   private readonly listeners = new Set<StoreChangeListener>();
+  /** The onClose of each subscription that asked for one, by its (wrapped) listener. */
+  private readonly closeListeners = new Map<StoreChangeListener, (reason: IqgateError) => void>();
   private closed = false;
   private readonly cache: RecordCache;
   private readonly budget: UncommittedBudget;
@@ -195,12 +198,16 @@ export class StorePartition implements KeyValueStorePartition {
     return this.uncommittedPos.copy();
   }
 
-  subscribe(listener: StoreChangeListener): () => void {
+  subscribe(listener: StoreChangeListener, options: StoreSubscribeOptions = {}): () => void {
     this.checkOpen();
     // Wrapped so that subscribing the same function twice gives two subscriptions.
     const wrapped: StoreChangeListener = (event) => listener(event);
     this.listeners.add(wrapped);
-    return () => this.listeners.delete(wrapped);
+    if (options.onClose !== undefined) this.closeListeners.set(wrapped, options.onClose);
+    return () => {
+      this.listeners.delete(wrapped);
+      this.closeListeners.delete(wrapped);
+    };
   }
 
   /** How many subscriptions are open: observable, so callers and tests can see one end. */
@@ -219,6 +226,19 @@ export class StorePartition implements KeyValueStorePartition {
     for (const listener of this.listeners) {
       try {
         listener(event);
+      } catch (error) {
+        process.emitWarning(error instanceof Error ? error : new Error(String(error)));
+      }
+    }
+  }
+
+  /** Tells every subscription that asked why its feed ends, each once, a throwing one as emit() does. */
+  private emitClose(reason: IqgateError): void {
+    const closeListeners = [...this.closeListeners.values()];
+    this.closeListeners.clear();
+    for (const onClose of closeListeners) {
+      try {
+        onClose(reason);
       } catch (error) {
         process.emitWarning(error instanceof Error ? error : new Error(String(error)));
       }
@@ -309,10 +329,16 @@ export class StorePartition implements KeyValueStorePartition {
     this.uncommittedPos = (this.committing.at(-1)?.position ?? this.committedPos).copy();
   }
 
-  close(): void {
+  /**
+   * Drops what is uncommitted and every subscription. A feed that stopped without a word would
+   * look like a quiet store forever, so each subscriber hears why it ends (`reason`, by default
+   * STORE_CLOSED): the runtime says PARTITION_REVOKED when a rebalance moves the partition.
+   */
+  close(reason: IqgateError = storeClosedError(`store ${this.storeName} partition ${this.partition}`)): void {
     if (this.closed) return;
     this.dropUncommitted();
     this.closed = true;
     this.listeners.clear();
+    this.emitClose(reason);
   }
 }

@@ -196,12 +196,15 @@ export class LayeredTaskStores implements TaskStores {
     return bytes;
   }
 
-  /** Drops everything uncommitted (like abort) after any commit in flight has settled. */
-  async close(): Promise<void> {
+  /**
+   * Drops everything uncommitted (like abort) after any commit in flight has settled, so that
+   * subscribers get that commit's events before they hear `reason`.
+   */
+  async close(reason?: IqgateError): Promise<void> {
     if (this.state !== 'open') return this.pending.catch(() => {});
     this.state = 'closing';
     await this.pending.catch(() => {});
-    for (const partition of this.partitions.values()) partition.close();
+    for (const partition of this.partitions.values()) partition.close(reason);
     this.flushListeners.clear();
     this.budget.rearm();
     this.state = 'closed';

@@ -6,6 +6,7 @@
  * Keys and values are bytes (Node Buffers). Keys order by their bytes as LevelDB's
  * BytewiseComparator does: memcmp over the common length, then the shorter key first.
  */
+import type { IqgateError } from '../errors.js';
 import type { Position } from './position.js';
 
 export type Bytes = Buffer;
@@ -79,6 +80,15 @@ export type StoreChangeEvent =
 
 export type StoreChangeListener = (event: StoreChangeEvent) => void;
 
+export interface StoreSubscribeOptions {
+  /**
+   * Called once, after the subscription's last event, when the partition closes under it (the
+   * listener is dropped with it): `reason` is what its closer gave — PARTITION_REVOKED when a
+   * rebalance moved the partition away, STORE_CLOSED otherwise. Not called after unsubscribe.
+   */
+  readonly onClose?: (reason: IqgateError) => void;
+}
+
 /**
  * One partition of one logical store, owned by one task. Writes are synchronous (they land in
  * the record cache); the processing path reads synchronously through cache → write batch →
@@ -100,7 +110,7 @@ export interface KeyValueStorePartition {
    * flushed. Listeners run synchronously; one that throws is reported (a process warning) and
    * affects neither the other listeners nor the write or commit that emitted the event.
    */
-  subscribe(listener: StoreChangeListener): () => void;
+  subscribe(listener: StoreChangeListener, options?: StoreSubscribeOptions): () => void;
   /** Subscriptions currently open (each subscribe() call until its unsubscribe). */
   listenerCount(): number;
 }
@@ -154,7 +164,11 @@ export interface TaskStores {
    * its dirty record-cache entries, as counted against StoreEngineOptions.uncommittedMaxBytes.
    */
   uncommittedBytes(): number;
-  close(): Promise<void>;
+  /**
+   * Closes the task's stores once any commit in flight has settled; their subscribers hear
+   * `reason` (StoreSubscribeOptions.onClose; default STORE_CLOSED) after their last event.
+   */
+  close(reason?: IqgateError): Promise<void>;
 }
 
 /** A write batch captured by TaskStores.capture(), readable as a `committing` layer until settled. */

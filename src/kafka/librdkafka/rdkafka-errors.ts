@@ -62,7 +62,15 @@ export function fromRdkafkaError(error: unknown, context: string): IqgateError {
   if (error instanceof IqgateError) return error;
   const message = error instanceof Error ? error.message : typeof error === 'object' && error !== null ? String((error as RdkafkaLikeError).message) : String(error);
   const code = rdkafkaCode(error);
-  const details = code === undefined ? undefined : { librdkafkaCode: code };
+  const flags = error !== null && typeof error === 'object' ? (error as RdkafkaLikeError) : {};
+  // librdkafka's own flags travel along: whether it called the error retriable or abortable is
+  // what decides a transactional call's next step, and what a log reader needs to see.
+  const details = code === undefined ? undefined : {
+    librdkafkaCode: code,
+    ...(flags.isRetriable === undefined ? {} : { isRetriable: flags.isRetriable }),
+    ...(flags.isTxnRequiresAbort === undefined ? {} : { isTxnRequiresAbort: flags.isTxnRequiresAbort }),
+    ...(flags.isFatal === undefined ? {} : { isFatal: flags.isFatal }),
+  };
   const options = (retriable: boolean) => ({ cause: error, retriable, ...(details === undefined ? {} : { details }) });
   if (code !== undefined && FENCED.has(code)) return new IqgateError('PRODUCER_FENCED', `${context}: producer fenced (${message})`, options(false));
   if ((code !== undefined && UNREACHABLE.has(code)) || ((code === undefined || code === -1) && UNREACHABLE_MESSAGE.test(message))) return new IqgateError('BROKER_UNAVAILABLE', `${context}: Kafka broker unreachable (${message})`, options(true));

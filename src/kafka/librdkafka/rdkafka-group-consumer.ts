@@ -269,7 +269,33 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       this.consumer.resume(partitions.map((tp) => ({ topic: tp.topic, partition: tp.partition })));
     } catch (error) {
       this.options.log?.debug({ err: error }, 'librdkafka: resume failed');
+      return;
     }
+    this.wakeFetchers(partitions);
+  }
+
+  /**
+   * A resumed partition is only fetched once its leader's broker thread next looks at its
+   * partitions, and a broker thread with nothing to fetch sleeps until an op, I/O or its 1 s
+   * serve timeout (librdkafka 2.15 rdkafka_broker.c, consumer serve loop: a resume is handled on
+   * the main thread and wakes no broker thread). Measured: every task start, and every seek
+   * (which pauses and resumes), waited ~920 ms for its first fetch. A watermark query is a
+   * request to the partition's leader, so it wakes that broker thread at once. Sent for the
+   * first resumed partition of each topic and every 8th after it, not for all: one request
+   * wakes a broker thread for all its partitions, and a partition whose leader gets none still
+   * starts within the 1 s, as before.
+   */
+  private wakeFetchers(partitions: readonly TopicPartition[]): void {
+    const seen = new Set<string>();
+    partitions.forEach((tp, i) => {
+      if (seen.has(tp.topic) && i % 8 !== 0) return;
+      seen.add(tp.topic);
+      try {
+        this.consumer.queryWatermarkOffsets(tp.topic, tp.partition, 5_000, () => {});
+      } catch {
+        // Only a wake-up: the fetch starts at the broker thread's next round anyway.
+      }
+    });
   }
 
   /** Connected to the cluster (run() has been called and not stopped). */

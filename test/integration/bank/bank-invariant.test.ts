@@ -132,6 +132,11 @@ describe.each(['librdkafka', 'kafkajs'] as const)('the bank demo against the rea
     await feed.stop();
     const expected = model(11, feed.produced(), shape);
     expect(feed.markedToAbort()).toBeGreaterThan(0);
+    // Each abort is counted, on /metrics too.
+    const metrics = await (await fetch(new URL('/metrics', server.url))).text();
+    const aborted = Number(/^iqgate_transactions_aborted_total (\d+)$/m.exec(metrics)?.[1]);
+    expect(aborted).toBeGreaterThan(0);
+    expect(aborted).toBeLessThanOrEqual(feed.markedToAbort());
     let last: Branches = new Map();
     await waitFor(async () => {
       last = (await sideBySide(server.url)).committed;

@@ -102,6 +102,20 @@ describe('a processor aborts its transaction (ProcessorContext.abortTransaction)
     });
   }
 
+  it('logs each abort with code TRANSACTION_ABORTED, the records that asked and why', async () => {
+    const logged: Array<Record<string, unknown>> = [];
+    const logger = { warn: () => undefined, error: () => undefined, debug: () => undefined, info: (fields: Record<string, unknown>) => void logged.push(fields) };
+    const h = await harnesses.startOnInput({ topology: topology(), topics: ['in', 'out'], eosV2: true, logger });
+    await waitFor(() => h.manager.localTasks().every((t) => t.state === 'RUNNING'));
+    send(h.broker, 'in', 0, 'k', 'a');
+    send(h.broker, 'in', 0, 'k', 'abort');
+    await h.pump();
+    await h.commitAll();
+    expect(logged.filter((f) => f.code !== undefined)).toEqual([
+      { taskId: '0_0', code: 'TRANSACTION_ABORTED', reasons: ['in/0@1: value abort'], dropped: 1, replayed: 1 },
+    ]);
+  });
+
   it('keeps a record skipped by the processing-error policy skipped when a later abort replays the transaction', async () => {
     const b = new TopologyBuilder();
     b.addSource('src', 'in', serdes.string, serdes.string);

@@ -5,7 +5,7 @@ import type { StoreEngine } from '../../../src/store/types.js';
 import { parseProcessingOptions, type ProcessingOptionsInput } from '../../../src/processing/processing-options.js';
 import type { RestoreProgress } from '../../../src/processing/restore-task-stores.js';
 import type { CommitStep } from '../../../src/processing/stream-task.js';
-import { TaskManager } from '../../../src/processing/task-manager.js';
+import { TaskManager, type TaskManagerLogger } from '../../../src/processing/task-manager.js';
 import type { Topology } from '../../../src/processing/topology.js';
 import { FakeBroker, fakePorts, type FakeFailures } from './fake-kafka.js';
 
@@ -38,6 +38,8 @@ export interface HarnessOptions {
   readonly uncommittedMaxBytes?: number;
   /** Exactly-once v2: one transactional producer for the instance (FakeStreamProducer). */
   readonly eosV2?: boolean;
+  /** Default: silentLogger. */
+  readonly logger?: TaskManagerLogger;
 }
 
 export async function startHarness(o: HarnessOptions): Promise<Harness> {
@@ -62,7 +64,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     options,
     ports,
     engine,
-    logger: silentLogger,
+    logger: o.logger ?? silentLogger,
     events: {
       onCommitStep: (step, taskId) => {
         steps.push(`${taskId}:${step}`);

@@ -3,6 +3,7 @@
  * Part of the store contract suite (store-contract.ts).
  */
 import { describe, expect, it, vi } from 'vitest';
+import { IqgateError } from '../../../src/errors.js';
 import { Position, serdes } from '../../../src/store/index.js';
 import type { FlushedChange, StoreChangeEvent } from '../../../src/store/index.js';
 import { STORES, expectCode, openTaskForEachTest } from './store-contract-support.js';
@@ -104,6 +105,29 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
       } finally {
         warn.mockRestore();
       }
+    });
+
+    it('a subscriber hears why the partition closed, once, after its last event; an unsubscribed one hears nothing', async () => {
+      const store = fx.task.store('counts');
+      const heard: string[] = [];
+      store.subscribe((event) => heard.push(event.kind), { onClose: (reason) => heard.push(`closed:${reason.code}:${reason.message}`) });
+      const gone: string[] = [];
+      store.subscribe((event) => gone.push(event.kind), { onClose: (reason) => gone.push(`closed:${reason.code}`) })();
+      const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+      try {
+        store.subscribe(() => {}, { onClose: () => { throw new Error('onClose bug'); } });
+        store.put(b('a'), b('1'), source(1));
+        await fx.task.commit({ counts: 1 });
+        await fx.task.close(new IqgateError('PARTITION_REVOKED', 'moved away', { retriable: true }));
+        await fx.task.close(new IqgateError('STORE_CLOSED', 'again'));
+        expect(heard).toEqual(['uncommitted', 'committed', 'closed:PARTITION_REVOKED:moved away']);
+        expect(gone).toEqual([]);
+        expect(store.listenerCount()).toBe(0);
+        expect(warn).toHaveBeenCalledTimes(1);
+      } finally {
+        warn.mockRestore();
+      }
+      await expectCode(() => store.subscribe(() => {}), 'STORE_CLOSED');
     });
 
     it('flush hands dirty entries to the flush listener once per key, in order of their latest write', async () => {
