@@ -42,4 +42,12 @@ export default tseslint.config(
     },
   },
   ...layers,
+  // The dashboard's page (src/dashboard/assets/) is plain JavaScript run by the browser.
+  {
+    files: ['src/dashboard/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(['window', 'document', 'location', 'history', 'fetch', 'setTimeout', 'requestAnimationFrame', 'AbortController', 'TextDecoderStream', 'URLSearchParams', 'console'].map((name) => [name, 'readonly'])),
+    },
+  },
 );

@@ -9,6 +9,7 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { GraphQLError } from 'graphql';
 import { createSchema, createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
+import { useDashboard } from '../dashboard/dashboard-route.js';
 import type { ErrorCode } from '../errors.js';
 import { QueryEngine } from '../query/query-engine.js';
 import { isServing } from '../query/state-provider.js';
@@ -19,6 +20,7 @@ import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
 import { useGatewayMetrics } from './gateway-metrics.js';
 import { useMetricsEndpoint } from './metrics-endpoint.js';
+import { monitorResolvers } from './monitor-resolvers.js';
 import { queryResolvers } from './query-resolvers.js';
 import { useRequestErrorCodes } from './request-error-codes.js';
 import { JSONScalar, KeyScalar, PositionScalar } from './scalars.js';
@@ -37,7 +39,7 @@ function coded(code: ErrorCode) {
 export function createGatewaySchema(schemaPath?: string) {
   return createSchema<GatewayContext>({
     typeDefs: loadSchemaText(schemaPath),
-    resolvers: [{ JSON: JSONScalar, Key: KeyScalar, Position: PositionScalar }, queryResolvers, subscriptionResolvers],
+    resolvers: [{ JSON: JSONScalar, Key: KeyScalar, Position: PositionScalar }, queryResolvers, subscriptionResolvers, monitorResolvers],
   });
 }
 
@@ -66,6 +68,8 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     context,
     plugins: [
       useRequestErrorCodes(),
+      // GET /dashboard: the operator's page over this endpoint (src/dashboard/).
+      useDashboard({ graphqlEndpoint: options.graphqlEndpoint }),
       // GET /health (yoga's own) answers while the process lives; GET /ready only while the
       // instance serves queries (RUNNING or REBALANCING), for load balancers and Kubernetes.
       useReadinessCheck({ endpoint: '/ready', check: () => isServing(options.provider.instanceState()) }),

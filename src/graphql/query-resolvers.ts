@@ -154,6 +154,7 @@ export const queryResolvers = {
         const local = context.provider.localPartition(store.name, partition);
         if (local === undefined) continue;
         result.push({
+          storeName: store.name,
           partition,
           taskId: local.taskId,
           state: local.taskState,

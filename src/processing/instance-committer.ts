@@ -30,6 +30,8 @@ import type { CommitStep, StreamTask, TaskCut, TaskLogger } from './stream-task.
 
 export interface InstanceCommitOutcome {
   readonly tasks: number;
+  /** The ids of the tasks the cycle committed. */
+  readonly taskIds: readonly string[];
   readonly records: number;
   readonly durationMs: number;
   readonly phasesMs: { readonly send: number; readonly offsets: number; readonly kafkaCommit: number; readonly storeCommit: number };
@@ -219,6 +221,7 @@ export class InstanceCommitter {
     for (const cut of cuts) records += cut.records;
     this.deps.onCommit?.({
       tasks: cuts.length,
+      taskIds: cuts.map((cut) => cut.task.id),
       records,
       durationMs: storeCommitted - started,
       phasesMs: { send: sent - started, offsets: offsetsAdded - sent, kafkaCommit: kafkaCommitted - offsetsAdded, storeCommit: storeCommitted - kafkaCommitted },

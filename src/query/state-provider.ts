@@ -4,6 +4,7 @@
  * StoreEngine's TaskStores for tests and embedding. The engine only reads through it.
  */
 import type { KeyValueStorePartition, Serde } from '../store/types.js';
+import type { InstanceMonitor } from './instance-monitor.js';
 
 /** Task states as Kafka Streams names them; only RUNNING tasks serve by default. */
 export type TaskState = 'CREATED' | 'RESTORING' | 'RUNNING' | 'SUSPENDED' | 'CLOSED';
@@ -44,6 +45,11 @@ export interface StateProvider {
   /** undefined when that partition is not hosted on this instance (IQv2 NOT_PRESENT). */
   localPartition(storeName: string, partition: number): LocalStorePartition | undefined;
   tasks(): readonly TaskDescriptor[];
+  /**
+   * Figures for an operator's view (commits, recent history, input ends: the /dashboard page).
+   * Optional: without it, those GraphQL fields are null.
+   */
+  monitor?(): InstanceMonitor;
   /**
    * The GraphQL URL of the instance hosting this partition when it is not hosted here
    * (Kafka Streams' KeyQueryMetadata.activeHost); undefined when unknown or local. Optional:

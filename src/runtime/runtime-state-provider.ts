@@ -6,6 +6,7 @@
  * A store's partition count is known once the runtime has read its source topics' metadata;
  * until then the store is not listed (queries answer STORE_NOT_FOUND / NOT_STARTED).
  */
+import type { InstanceMonitor } from '../query/instance-monitor.js';
 import type { InstanceError, InstanceState, LocalStorePartition, StateProvider, StoreDescriptor, TaskDescriptor } from '../query/state-provider.js';
 import type { Runtime, RuntimeState } from './runtime.js';
 
@@ -28,6 +29,10 @@ export class RuntimeStateProvider implements StateProvider {
   kafkaError(): InstanceError | undefined {
     const error = this.runtime.kafkaError;
     return error === null ? undefined : { code: error.code, message: error.message };
+  }
+
+  monitor(): InstanceMonitor {
+    return this.runtime.monitor;
   }
 
   stores(): readonly StoreDescriptor[] {

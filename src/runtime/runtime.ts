@@ -28,6 +28,7 @@ import { crashHookFromEnv } from './crash-points.js';
 import { createRuntimePorts } from './kafka-wiring.js';
 import { prepareTopics, sourceTopicGroups } from './prepare-topics.js';
 import { ProcessingMetrics, type ProcessingMetricsSnapshot } from './processing-metrics.js';
+import { RuntimeMonitor } from './runtime-monitor.js';
 import { advertisedUrlSchema, parseRuntimeOptions, type RuntimeOptions, type RuntimeOptionsInput } from './runtime-options.js';
 import { StartupRetry } from './startup-retry.js';
 import { StoreLocator, type LocalStore, type TaskOwner } from './store-locator.js';
@@ -71,6 +72,8 @@ export class Runtime {
   state: RuntimeState = 'CREATED';
   readonly options: RuntimeOptions;
   readonly metrics = new ProcessingMetrics();
+  /** The figures of the /dashboard page (last commits, recent history, input ends). */
+  readonly monitor: RuntimeMonitor;
   readonly logger: Logger;
   private readonly topology: Topology;
   private ports: KafkaPorts | null = null;
@@ -109,6 +112,7 @@ export class Runtime {
       tasks: () => this.manager?.tasks,
       owners: () => this.ports?.consumer.partitionOwners?.() ?? [],
     });
+    this.monitor = new RuntimeMonitor({ options: this.options, topology: this.topology, metrics: this.metrics, kafka: () => this.ports });
     this.done = new Promise<void>((resolve, reject) => {
       this.resolveDone = resolve;
       this.rejectDone = reject;
@@ -126,6 +130,7 @@ export class Runtime {
   /** Resolves once the runtime is set up and consuming (tasks open as the group assigns them). */
   async start(): Promise<void> {
     this.transition('STARTING');
+    this.monitor.recent.start();
     const o = this.options;
     const groups = sourceTopicGroups(this.topology, o.applicationId);
     const ports = this.config.ports ?? createRuntimePorts({ options: o, topology: this.topology, advertisedUrl: this.advertised, logger: this.logger });
@@ -148,6 +153,7 @@ export class Runtime {
         sliceMs: () => (this.requestsInFlight > 0 ? Math.min(QUERY_SLICE_MS, o.processingSliceMs) : o.processingSliceMs),
         events: {
           onInstanceCommit: (outcome) => {
+            this.monitor.committed(outcome.taskIds, outcome.durationMs, outcome.records);
             this.metrics.commitLatency.add(outcome.durationMs);
             this.metrics.recordsCommitted += outcome.records;
             this.metrics.commitSend.add(outcome.phasesMs.send);
@@ -155,7 +161,8 @@ export class Runtime {
             this.metrics.commitKafka.add(outcome.phasesMs.kafkaCommit);
             this.metrics.commitStore.add(outcome.phasesMs.storeCommit);
           },
-          onCommit: (_taskId, durationMs, records, phases) => {
+          onCommit: (taskId, durationMs, records, phases) => {
+            this.monitor.committed([taskId], durationMs, records);
             this.metrics.commitLatency.add(durationMs);
             this.metrics.recordsCommitted += records;
             if (phases !== undefined) {
@@ -285,6 +292,7 @@ export class Runtime {
   }
 
   private async release(): Promise<void> {
+    this.monitor.recent.stop();
     await this.ports?.close().catch(() => undefined);
     if (this.config.storeEngine === undefined) await this.engine?.close().catch(() => undefined);
   }
