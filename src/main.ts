@@ -13,12 +13,14 @@
  *   HOST                         127.0.0.1 (0.0.0.0 in the Dockerfile)
  *   KAFKA_BROKERS                unset: start a local broker
  *   IQGATE_APP                   path of your application module (.ts or .js); unset: the demo
- *   IQGATE_STATE_DIR             LevelDB directory; default .tmp/state/<app id> with an external
- *                                broker, a temporary directory with the local one (its topics
- *                                die with it, so must the state)
+ *   IQGATE_STATE_DIR             LevelDB directory; default the module's stateDir, else
+ *                                .tmp/state/<app id> with an external broker, a temporary
+ *                                directory with the local one (its topics die with it, so must
+ *                                the state)
  *   IQGATE_APP_ID                the module's applicationId; iqgate-wordcount for the demo
- *   IQGATE_INPUT_TOPIC           demo: wordcount-input   (created with 4 partitions if missing)
- *   IQGATE_OUTPUT_TOPIC          demo: wordcount-output
+ *   IQGATE_INPUT_TOPIC           demo: wordcount-input   (created with 4 partitions if missing;
+ *                                an existing one is used with the partitions it has)
+ *   IQGATE_OUTPUT_TOPIC          demo: wordcount-output  (likewise)
  *   IQGATE_GUARANTEE             exactly_once | at_least_once (default: the module's, else exactly_once)
  *   IQGATE_DEMO_LINES_PER_SECOND demo: 20 (0 disables the generator)
  *   IQGATE_KAFKA_CLIENT          auto | librdkafka | kafkajs (default auto: librdkafka when its
@@ -91,7 +93,8 @@ async function main(): Promise<void> {
       throw new IqgateError('INVALID_CONFIG', `IQGATE_APP=${env.IQGATE_APP ?? ''}: the module has no applicationId; export one or set IQGATE_APP_ID`);
     }
     let brokers = env.KAFKA_BROKERS;
-    let stateDir = env.IQGATE_STATE_DIR ?? join('.tmp', 'state', applicationId);
+    // IQGATE_STATE_DIR, else the module's own stateDir, else a default.
+    let stateDir = env.IQGATE_STATE_DIR ?? app?.options.stateDir ?? join('.tmp', 'state', applicationId);
     if (brokers === undefined) {
       // Tooling, loaded only when needed: a deployment points KAFKA_BROKERS at its cluster.
       const { startBroker } = await import('../scripts/kafka/broker.js');
@@ -100,7 +103,7 @@ async function main(): Promise<void> {
       stops.push(() => broker.stop());
       brokers = broker.brokers;
       console.log(`Kafka broker ready at ${brokers} in ${broker.startupMs} ms`);
-      if (env.IQGATE_STATE_DIR === undefined) {
+      if (env.IQGATE_STATE_DIR === undefined && app?.options.stateDir === undefined) {
         const temporary = mkdtempSync(join(tmpdir(), 'iqgate-state-'));
         stops.push(async () => rmSync(temporary, { recursive: true, force: true }));
         stateDir = temporary;
@@ -158,7 +161,8 @@ async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions,
   const inputTopic = env.IQGATE_INPUT_TOPIC;
   const admin = new KafkaAdmin(createKafka({ brokers: brokerList, clientId: `${common.applicationId}-setup` }));
   try {
-    await admin.ensureTopics([
+    // Created with PARTITIONS when missing; existing ones are used with the partitions they have.
+    await admin.ensureExternalTopics([
       { topic: inputTopic, partitions: PARTITIONS, compacted: false },
       { topic: env.IQGATE_OUTPUT_TOPIC, partitions: PARTITIONS, compacted: false },
     ]);

@@ -66,7 +66,8 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
       useRequestErrorCodes(),
       // GET /health (yoga's own) answers while the process lives; GET /ready only while the
       // instance serves queries (RUNNING or REBALANCING), for load balancers and Kubernetes.
-      useReadinessCheck({ endpoint: '/ready', check: () => isServing(options.provider.instanceState()) }),
+      // The runtime's provider is stricter: ready only once every assigned task is RUNNING.
+      useReadinessCheck({ endpoint: '/ready', check: () => options.provider.ready?.() ?? isServing(options.provider.instanceState()) }),
       ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(options.metrics, options.graphqlEndpoint)]),
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },

@@ -96,6 +96,14 @@ export class Runtime {
   private advertised: string | undefined;
   /** HTTP requests being answered (serve()): processing runs in short slices while any wait. */
   private requestsInFlight = 0;
+  /**
+   * Where this instance is in its group: JOINING until the first assignment, REBALANCING from
+   * a rebalance's start (kafkajs' REBALANCING, or partitions revoked or lost) until its
+   * assignment, ASSIGNED after it. `settled`: every task of the latest assignment has been
+   * RUNNING since (see rebalancing()).
+   */
+  private membership: 'JOINING' | 'REBALANCING' | 'ASSIGNED' = 'JOINING';
+  private settled = false;
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
@@ -128,16 +136,23 @@ export class Runtime {
     this.transition('STARTING');
     const o = this.options;
     const groups = sourceTopicGroups(this.topology, o.applicationId);
-    const ports = this.config.ports ?? createRuntimePorts({ options: o, topology: this.topology, advertisedUrl: this.advertised, logger: this.logger });
-    this.ports = ports;
     try {
+      // The state directory first: one that another instance holds (STATE_DIR_LOCKED) or that
+      // this process cannot write (STATE_DIR_NOT_WRITABLE) stops start-up before anything —
+      // topics, the instance id file, the consumer group — is touched.
+      this.engine = this.config.storeEngine ?? (o.stateDir !== undefined
+        ? await openLevelStoreEngine({ directory: o.stateDir, ...this.storeOptions() })
+        : createInMemoryStoreEngine(this.storeOptions()));
+      if (this.stopRequested) {
+        await this.release(); // stop() came while the directory opened: its release found no engine
+        return;
+      }
+      const ports = this.config.ports ?? createRuntimePorts({ options: o, topology: this.topology, advertisedUrl: this.advertised, logger: this.logger });
+      this.ports = ports;
       await this.startupRetry.run('prepare topics', () => prepareTopics({
         admin: ports.admin, topology: this.topology, options: o, groups, partitionsOfStore: this.partitionsOfStore,
       }));
       if (this.stopRequested) return;
-      this.engine = this.config.storeEngine ?? (o.stateDir !== undefined
-        ? await openLevelStoreEngine({ directory: o.stateDir, ...this.storeOptions() })
-        : createInMemoryStoreEngine(this.storeOptions()));
       const crash = crashHookFromEnv();
       const manager = new TaskManager({
         topology: this.topology,
@@ -185,9 +200,17 @@ export class Runtime {
           if (this.kafkaError !== null) this.logger.info({ code: this.kafkaError.code }, 'back in the consumer group');
           this.kafkaError = null;
           manager.onAssignment(assignment);
+          this.membership = 'ASSIGNED';
+          this.settled = false;
         },
-        onRebalancing: () => manager.onRebalancing(),
-        onRevoked: (partitions, lost) => manager.onRevoked(partitions, lost),
+        onRebalancing: () => {
+          this.membership = 'REBALANCING';
+          manager.onRebalancing();
+        },
+        onRevoked: (partitions, lost) => {
+          this.membership = 'REBALANCING';
+          return manager.onRevoked(partitions, lost);
+        },
         readyForMore: () => manager.readyForMore(),
         onReconnected: () => {
           if (this.kafkaError !== null) this.logger.info({ code: this.kafkaError.code }, 'the Kafka connection is back');
@@ -355,6 +378,36 @@ export class Runtime {
   /** The URL of the instance hosting partition `partition` of a store (maybe this one); undefined when unknown. */
   storeOwner(storeName: string, partition: number): string | undefined {
     return this.locator.storeOwner(storeName, partition);
+  }
+
+  /**
+   * True while the instance rebalances, as Kafka Streams' REBALANCING: from start-up or a
+   * rebalance's start until the group's assignment has arrived and every task it brought has
+   * restored and been RUNNING. A task that later stops (a failed commit while the broker is
+   * away) does not make it true again: that is no rebalance, and `kafkaError` says why.
+   * Only while the runtime is RUNNING; false otherwise.
+   */
+  rebalancing(): boolean {
+    if (this.state !== 'RUNNING') return false;
+    if (this.membership !== 'ASSIGNED') return true;
+    if (!this.settled) this.settled = this.everyTaskRunning();
+    return !this.settled;
+  }
+
+  /**
+   * Readiness (GET /ready): the runtime is RUNNING, has had an assignment, and every task it
+   * hosts is RUNNING right now — so a load balancer sends no query to partitions that would
+   * answer NOT_ACTIVE while they restore or recover. During a rebalance whose tasks keep
+   * running (cooperative, or before an eager one's new assignment) it stays ready; an instance
+   * assigned no partition is ready.
+   */
+  ready(): boolean {
+    return this.state === 'RUNNING' && this.membership !== 'JOINING' && this.everyTaskRunning();
+  }
+
+  private everyTaskRunning(): boolean {
+    for (const task of this.localTasks()) if (task.state !== 'RUNNING') return false;
+    return true;
   }
 
   localTasks(): ReadonlyArray<Pick<StreamTask, 'id' | 'partition' | 'state'>> {

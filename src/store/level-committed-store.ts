@@ -25,6 +25,7 @@ import {
   storeIdKey,
   taskMetaKey,
 } from './level-key-layout.js';
+import { checkStateDir, stateDirOpenError } from './state-dir.js';
 import { storeClosedError, toStoreError } from './store-errors.js';
 import type {
   CommittedCursor,
@@ -81,14 +82,12 @@ export class LevelCommittedStore implements CommittedStore {
   private constructor(readonly db: Db) {}
 
   static async open(directory: string): Promise<LevelCommittedStore> {
+    checkStateDir(directory); // locked or not writable: a coded error before LevelDB touches anything
     const db: Db = new Level<Buffer, Buffer>(directory, ENCODINGS);
     try {
       await db.open();
     } catch (error) {
-      throw new IqgateError('STORE_EXCEPTION', `cannot open the state directory ${directory}: ${(error as Error).message}`, {
-        cause: error,
-        details: { directory },
-      });
+      throw stateDirOpenError(directory, error);
     }
     const store = new LevelCommittedStore(db);
     try {
