@@ -2,7 +2,7 @@
  * AdminPort on the kafkajs admin client.
  * End offsets: `fetchTopicOffsets` answers `high` from ListOffsets v2+, which defaults to
  * READ_COMMITTED on the admin client, so `high` is the last stable offset — Kafka's
- * read_committed `endOffsets` (KAFKAJS-NOTES §4 "Getting the end offset").
+ * read_committed `endOffsets` (docs/kafkajs-notes.md §4 "Getting the end offset").
  */
 import type { Admin, Kafka } from 'kafkajs';
 import { IqgateError } from '../errors.js';

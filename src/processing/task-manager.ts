@@ -3,7 +3,7 @@
  * runs the processing loop, schedules commits, and opens/closes/recovers tasks — all state
  * changes through the one ControlQueue, none of its I/O on the processing path.
  *
- * kafkajs rebalances eagerly and offers no awaitable revoke callback (KAFKAJS-NOTES §1), so:
+ * kafkajs rebalances eagerly and offers no awaitable revoke callback (docs/kafkajs-notes.md §1), so:
  * - on REBALANCING every task with uncommitted work is asked to commit (coalesced);
  * - on the new assignment, revoked tasks stop taking records at once and are closed in the
  *   queue (a last commit is attempted: if the new owner's InitProducerId already fenced us it

@@ -3,9 +3,9 @@
  * directory, a keyspace per store partition (level-key-layout.ts), and per task the changelog
  * offsets and committed Position in the SAME chained batch as the data (KIP-1035), with
  * sync:false — a killed process loses no acknowledged batch and never shows half of one
- * (LEVEL-NOTES §1).
+ * (docs/leveldb-notes.md §1).
  *
- * Hot paths follow LEVEL-NOTES §3: getSync with pre-normalised options (an options object
+ * Hot paths follow docs/leveldb-notes.md §3: getSync with pre-normalised options (an options object
  * whose encodings differ from the defaults is cloned on every call), chained batches (each
  * put goes native at once), nextv with highWaterMarkBytes sized for the chunk.
  */
@@ -44,7 +44,7 @@ const ENCODINGS = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
 const CURSOR_CHUNK = 1000;
 /** Internal keys up to this length are copied into the batch scratch by a JS loop (see commit). */
 const SHORT_KEY_CHARS = 64;
-/** ≥ chunk × typical entry size, so one nextv() call fills a chunk (LEVEL-NOTES §3). */
+/** ≥ chunk × typical entry size, so one nextv() call fills a chunk (docs/leveldb-notes.md §3). */
 const HIGH_WATER_MARK_BYTES = 128 * 1024;
 
 interface StoredMeta {
@@ -149,7 +149,7 @@ export class LevelCommittedStore implements CommittedStore {
       for (const write of writes) {
         const keyspace = write.keyspace as LevelKeyspace;
         // classic-level's chained batch copies each key into the native WriteBatch inside
-        // put()/del() (LEVEL-NOTES §1), and abstract-level keeps no reference to it unless
+        // put()/del() (docs/leveldb-notes.md §1), and abstract-level keeps no reference to it unless
         // 'write' listeners or prewrite hooks exist, which this database never has: so one
         // scratch buffer serves every key instead of an allocation per entry.
         // A view of the scratch is reused while keys keep the same length (the common case).
