@@ -37,8 +37,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import './kafka/kafkajs-patches.js';
-import { startDemoFeed, type DemoFeed } from '../examples/wordcount/demo-feed.js';
-import { runWordcount } from '../examples/wordcount/run-wordcount.js';
+import type { DemoFeed } from '../examples/wordcount/demo-feed.js';
 import { IqgateError } from './errors.js';
 import { KafkaAdmin } from './kafka/kafka-admin.js';
 import { createKafka } from './kafka/kafka-client.js';
@@ -47,7 +46,6 @@ import { createLogger, LOG_FORMATS } from './runtime/create-logger.js';
 import { createRuntime, type Runtime, type RuntimeConfig } from './runtime/runtime.js';
 import type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { installShutdownHooks } from './runtime/shutdown-hooks.js';
-import { serve } from './serve.js';
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65_535).default(4000),
@@ -121,6 +119,11 @@ async function main(): Promise<void> {
       ...(env.IQGATE_GUARANTEE === undefined ? {} : { processingGuarantee: env.IQGATE_GUARANTEE }),
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
     };
+    // The gateway's modules (graphql-yoga and friends, ~600 files) load while the runtime opens
+    // its state directory and joins its group, not before (bench:restart; an application module
+    // that imports 'iqgate/app' rather than 'iqgate' does not load them either).
+    const gatewayModule = import('./serve.js');
+    gatewayModule.catch(() => undefined);
     const runtime = app === undefined ? await startDemo(env, common, stops) : await startApp(app, common);
     stops.push(() => runtime.stop());
     runtime.done.catch((error: unknown) => {
@@ -128,6 +131,7 @@ async function main(): Promise<void> {
       void stopAll().then(() => process.exit(1));
     });
 
+    const { serve } = await gatewayModule;
     const server = await serve(runtime, { port: env.PORT, host: env.HOST });
     stops.push(() => server.close());
 
@@ -169,6 +173,8 @@ async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions,
   } finally {
     await admin.close();
   }
+  // The demo's own modules, only for the demo.
+  const [{ startDemoFeed }, { runWordcount }] = await Promise.all([import('../examples/wordcount/demo-feed.js'), import('../examples/wordcount/run-wordcount.js')]);
   if (env.IQGATE_DEMO_LINES_PER_SECOND > 0) {
     const feed: DemoFeed = await startDemoFeed({
       brokers: brokerList,

@@ -195,6 +195,11 @@ export class TaskManager implements ConsumerHandlers {
       this.overBudgetAt = bytes;
       for (const task of this.tasks.values()) if (task.hasUncommitted()) this.requestCommit(task);
     });
+    // Exactly-once v2: InitProducerId (which fences this instance's previous incarnation and
+    // settles its open transaction) now, while the consumer joins its group, rather than when
+    // the first task opens — every task's open waits for it (bench:restart). A failure here is
+    // only early: the first task's open asks again.
+    this.committer?.ready().catch(() => undefined);
   }
 
   // ---- consumer callbacks (synchronous, called by the group consumer adapter) ----

@@ -1,7 +1,7 @@
 /**
  * The processing runtime: wires topology, store engine, Kafka ports and the task manager, and
  * owns the process-level lifecycle (a small transition table, like the tasks'). One place
- * assembles it all (DESIGN.md §2).
+ * assembles it all (docs/architecture.md §2).
  *
  * Start-up is patient and loud: an unreachable broker (BROKER_UNAVAILABLE) or a missing input
  * topic (TOPIC_NOT_FOUND) is logged with its code and retried with exponential back-off until
@@ -104,6 +104,13 @@ export class Runtime {
    */
   private membership: 'JOINING' | 'REBALANCING' | 'ASSIGNED' = 'JOINING';
   private settled = false;
+  /**
+   * Where start-up time goes, as epoch milliseconds (see StartupTimings); logged once, at info,
+   * as 'start-up timings' when every task of the first assignment is RUNNING (bench:restart
+   * reads that line).
+   */
+  readonly startupTimings: StartupTimings = { processStart: Math.round(performance.timeOrigin) };
+  private startupWatch: NodeJS.Timeout | null = null;
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
@@ -134,6 +141,8 @@ export class Runtime {
   /** Resolves once the runtime is set up and consuming (tasks open as the group assigns them). */
   async start(): Promise<void> {
     this.transition('STARTING');
+    const timings = this.startupTimings;
+    timings.start = Date.now();
     const o = this.options;
     const groups = sourceTopicGroups(this.topology, o.applicationId);
     try {
@@ -143,6 +152,7 @@ export class Runtime {
       this.engine = this.config.storeEngine ?? (o.stateDir !== undefined
         ? await openLevelStoreEngine({ directory: o.stateDir, ...this.storeOptions() })
         : createInMemoryStoreEngine(this.storeOptions()));
+      timings.storeOpened = Date.now();
       if (this.stopRequested) {
         await this.release(); // stop() came while the directory opened: its release found no engine
         return;
@@ -153,6 +163,7 @@ export class Runtime {
         admin: ports.admin, topology: this.topology, options: o, groups, partitionsOfStore: this.partitionsOfStore,
       }));
       if (this.stopRequested) return;
+      timings.topicsReady = Date.now();
       const crash = crashHookFromEnv();
       const manager = new TaskManager({
         topology: this.topology,
@@ -202,6 +213,10 @@ export class Runtime {
           manager.onAssignment(assignment);
           this.membership = 'ASSIGNED';
           this.settled = false;
+          if (timings.assigned === undefined) {
+            timings.assigned = Date.now();
+            this.watchStartup();
+          }
         },
         onRebalancing: () => {
           this.membership = 'REBALANCING';
@@ -224,6 +239,7 @@ export class Runtime {
         },
       });
       await this.consumerRun;
+      timings.consumerRunning = Date.now();
       this.transition('RUNNING');
       this.logger.info({ topics: groups.flat() }, 'runtime running');
     } catch (error) {
@@ -234,6 +250,24 @@ export class Runtime {
       }
       throw error;
     }
+  }
+
+  /** Until every task of the first assignment runs: notes the time and logs the timings once. */
+  private watchStartup(): void {
+    const check = (): void => {
+      if (this.state === 'STOPPING' || this.state === 'STOPPED' || this.state === 'FAILED') {
+        if (this.startupWatch !== null) clearInterval(this.startupWatch);
+        return;
+      }
+      if (!this.everyTaskRunning()) return;
+      if (this.startupWatch !== null) clearInterval(this.startupWatch);
+      this.startupWatch = null;
+      const t = this.startupTimings;
+      t.tasksRunning = Date.now();
+      this.logger.info({ startupTimings: t, tasks: this.localTasks().length, sinceProcessStartMs: t.tasksRunning - t.processStart }, 'start-up timings');
+    };
+    this.startupWatch = setInterval(check, 2);
+    this.startupWatch.unref();
   }
 
   private storeOptions(): { cacheMaxBytes?: number; uncommittedMaxBytes?: number } {
@@ -307,6 +341,8 @@ export class Runtime {
   }
 
   private async release(): Promise<void> {
+    if (this.startupWatch !== null) clearInterval(this.startupWatch);
+    this.startupWatch = null;
     await this.ports?.close().catch(() => undefined);
     if (this.config.storeEngine === undefined) await this.engine?.close().catch(() => undefined);
   }
@@ -451,6 +487,21 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Start-up marks, epoch milliseconds: the process's start (performance.timeOrigin), start()
+ * called, the state directory open, the topics checked and created, the consumer running, the
+ * first assignment applied, and every task of it RUNNING (restored). Absent until reached.
+ */
+export interface StartupTimings {
+  readonly processStart: number;
+  start?: number;
+  storeOpened?: number;
+  topicsReady?: number;
+  consumerRunning?: number;
+  assigned?: number;
+  tasksRunning?: number;
 }
 
 export function createRuntime(config: RuntimeConfig): Runtime {
