@@ -65,8 +65,8 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     plugins: [
       useRequestErrorCodes(),
       // GET /health (yoga's own) answers while the process lives; GET /ready only while the
-      // instance serves queries (RUNNING or REBALANCING), for load balancers and Kubernetes.
-      // The runtime's provider is stricter: ready only once every assigned task is RUNNING.
+      // instance serves queries, for load balancers and Kubernetes: the provider's ready() (the
+      // runtime's: every assigned task RUNNING), else RUNNING or REBALANCING.
       useReadinessCheck({ endpoint: '/ready', check: () => options.provider.ready?.() ?? isServing(options.provider.instanceState()) }),
       ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(options.metrics, options.graphqlEndpoint)]),
       EnvelopArmorPlugin({
