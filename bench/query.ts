@@ -1,5 +1,5 @@
 /**
- * Query benchmark (DESIGN.md §7): GraphQL key lookups/s and p99 over HTTP with concurrent
+ * Query benchmark (docs/architecture.md §7): GraphQL key lookups/s and p99 over HTTP with concurrent
  * clients, and DataLoader-batched multi-key queries in keys/s — each for the yoga gateway and
  * for a bare graphql-js `execute` of the same query over node:http, in the same run, on the
  * same LevelDB-backed store. The load generator runs in a worker thread so clients and server

@@ -1,5 +1,5 @@
 /**
- * bench:scale — 1000 tasks in one process, for real, on each Kafka adapter (DESIGN.md §1 and §7
+ * bench:scale — 1000 tasks in one process, for real, on each Kafka adapter (docs/architecture.md §1 and §7
  * "scale"; docs/kafka-clients.md), then a second instance that joins and leaves under load.
  *
  * One run against a real broker; for each client of SCALE_CLIENTS (default `librdkafka,kafkajs`,

@@ -9,7 +9,7 @@
  * bench/plain-loop.ts:
  *
  * - `librdkafka`: @confluentinc/kafka-javascript's callback (node-rdkafka) API, the shape of
- *   KAFKA-CLIENTS.md: delivery reports off (a successful commitTransaction is the
+ *   docs/kafka-clients.md: delivery reports off (a successful commitTransaction is the
  *   acknowledgement), linger.ms 5, batches of `consume(1000, cb)`, and `sendOffsetsToTransaction(
  *   offsets, consumer, timeout)` so the group generation and member id go along (KIP-447).
  * - `kafkajs`: kafkajs 2.2.4 **with iqgate's patches** (src/kafka/kafkajs-patches.ts, imported

@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   VALUE_TOO_LARGE: 'A value is larger than the configured limit.',
   INVALID_RANGE: 'A range query whose from bound sorts after its to bound, or with a bad limit.',
   STORE_EXCEPTION: 'The underlying storage failed.',
+  STATE_DIR_LOCKED: 'The state directory is in use by another running instance (its LevelDB lock is held).',
+  STATE_DIR_NOT_WRITABLE: 'The state directory cannot be created or written by this process.',
   // query
   INVALID_KEY: 'A key argument could not be converted with the store\'s key serde.',
   INVALID_ARGUMENT: 'A query argument is malformed or out of bounds.',

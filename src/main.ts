@@ -16,12 +16,14 @@
  *   KAFKA_BROKERS                unset: start a local broker
  *   IQGATE_APP                   path of your application module (.ts or .js); unset: the demo
  *   IQGATE_DEMO                  bank (default) | wordcount; ignored with IQGATE_APP
- *   IQGATE_STATE_DIR             LevelDB directory; default .tmp/state/<app id> with an external
- *                                broker, a temporary directory with the local one (its topics
- *                                die with it, so must the state)
+ *   IQGATE_STATE_DIR             LevelDB directory; default the module's stateDir, else
+ *                                .tmp/state/<app id> with an external broker, a temporary
+ *                                directory with the local one (its topics die with it, so must
+ *                                the state)
  *   IQGATE_APP_ID                the module's applicationId; iqgate-bank / iqgate-wordcount for the demos
- *   IQGATE_INPUT_TOPIC           demo: bank-transfers / wordcount-input (created with 4 partitions if missing)
- *   IQGATE_OUTPUT_TOPIC          wordcount demo: wordcount-output
+ *   IQGATE_INPUT_TOPIC           demo: bank-transfers / wordcount-input (created with 4 partitions
+ *                                if missing; an existing one is used with the partitions it has)
+ *   IQGATE_OUTPUT_TOPIC          wordcount demo: wordcount-output (likewise)
  *   IQGATE_GUARANTEE             exactly_once | at_least_once (default: the module's, else exactly_once)
  *   IQGATE_DEMO_LINES_PER_SECOND wordcount demo: 20 (0 disables the generator)
  *   IQGATE_BANK_TRANSFERS_PER_SECOND bank demo: 5 (0: the branches open, no transfer follows)
@@ -42,9 +44,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import './kafka/kafkajs-patches.js';
-import { startBankDemo as startBank } from '../examples/bank/start-bank-demo.js';
-import { startDemoFeed, type DemoFeed } from '../examples/wordcount/demo-feed.js';
-import { runWordcount } from '../examples/wordcount/run-wordcount.js';
+import type { DemoFeed } from '../examples/wordcount/demo-feed.js';
 import { IqgateError } from './errors.js';
 import { KafkaAdmin } from './kafka/kafka-admin.js';
 import { KAFKA_CLIENTS } from './kafka/select-kafka-client.js';
@@ -54,7 +54,6 @@ import { createLogger, LOG_FORMATS } from './runtime/create-logger.js';
 import { createRuntime, type Runtime, type RuntimeConfig } from './runtime/runtime.js';
 import type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { installShutdownHooks } from './runtime/shutdown-hooks.js';
-import { serve } from './serve.js';
 
 /** The environment main() reads; `iqgate --help` (src/cli-help.ts) describes every key. */
 export const envSchema = z.object({
@@ -107,7 +106,8 @@ export async function main(): Promise<void> {
       throw new IqgateError('INVALID_CONFIG', `IQGATE_APP=${env.IQGATE_APP ?? ''}: the module has no applicationId; export one or set IQGATE_APP_ID`);
     }
     let brokers = env.KAFKA_BROKERS;
-    let stateDir = env.IQGATE_STATE_DIR ?? join('.tmp', 'state', applicationId);
+    // IQGATE_STATE_DIR, else the module's own stateDir, else a default.
+    let stateDir = env.IQGATE_STATE_DIR ?? app?.options.stateDir ?? join('.tmp', 'state', applicationId);
     if (brokers === undefined) {
       // Tooling, loaded only when needed: a deployment points KAFKA_BROKERS at its cluster.
       const { startBroker } = await import('../scripts/kafka/broker.js');
@@ -116,7 +116,7 @@ export async function main(): Promise<void> {
       stops.push(() => broker.stop());
       brokers = broker.brokers;
       console.log(`Kafka broker ready at ${brokers} in ${broker.startupMs} ms`);
-      if (env.IQGATE_STATE_DIR === undefined) {
+      if (env.IQGATE_STATE_DIR === undefined && app?.options.stateDir === undefined) {
         const temporary = mkdtempSync(join(tmpdir(), 'iqgate-state-'));
         stops.push(async () => rmSync(temporary, { recursive: true, force: true }));
         stateDir = temporary;
@@ -134,6 +134,11 @@ export async function main(): Promise<void> {
       ...(env.IQGATE_GUARANTEE === undefined ? {} : { processingGuarantee: env.IQGATE_GUARANTEE }),
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
     };
+    // The gateway's modules (graphql-yoga and friends, ~600 files) load while the runtime opens
+    // its state directory and joins its group, not before (bench:restart; an application module
+    // that imports 'iqgate/app' rather than 'iqgate' does not load them either).
+    const gatewayModule = import('./serve.js');
+    gatewayModule.catch(() => undefined);
     const runtime = app !== undefined ? await startApp(app, common)
       : env.IQGATE_DEMO === 'bank' ? await startBankDemo(env, common, stops) : await startDemo(env, common, stops);
     stops.push(() => runtime.stop());
@@ -142,6 +147,7 @@ export async function main(): Promise<void> {
       void stopAll().then(() => process.exit(1));
     });
 
+    const { serve } = await gatewayModule;
     const server = await serve(runtime, { port: env.PORT, host: env.HOST });
     stops.push(() => server.close());
 
@@ -177,13 +183,16 @@ async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions,
   const inputTopic = env.IQGATE_INPUT_TOPIC ?? 'wordcount-input';
   const admin = new KafkaAdmin(createKafka({ brokers: brokerList, clientId: `${common.applicationId}-setup` }));
   try {
-    await admin.ensureTopics([
+    // Created with PARTITIONS when missing; existing ones are used with the partitions they have.
+    await admin.ensureExternalTopics([
       { topic: inputTopic, partitions: PARTITIONS, compacted: false },
       { topic: env.IQGATE_OUTPUT_TOPIC, partitions: PARTITIONS, compacted: false },
     ]);
   } finally {
     await admin.close();
   }
+  // The demo's own modules, only for the demo.
+  const [{ startDemoFeed }, { runWordcount }] = await Promise.all([import('../examples/wordcount/demo-feed.js'), import('../examples/wordcount/run-wordcount.js')]);
   if (env.IQGATE_DEMO_LINES_PER_SECOND > 0) {
     const feed: DemoFeed = await startDemoFeed({
       brokers: brokerList,
@@ -202,6 +211,7 @@ async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions,
  * half-way), the bank runtime.
  */
 async function startBankDemo(env: z.output<typeof envSchema>, common: CommonOptions, stops: Array<() => Promise<void>>): Promise<Runtime> {
+  const { startBankDemo: startBank } = await import('../examples/bank/start-bank-demo.js');
   const demo = await startBank({
     ...common,
     transfersTopic: env.IQGATE_INPUT_TOPIC ?? 'bank-transfers',

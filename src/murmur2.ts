@@ -3,7 +3,7 @@
  * producer wrote the key to. Mirrors `org.apache.kafka.common.utils.Utils.murmur2` (and
  * kafkajs' "default" — Java-compatible — partitioner): MurmurHash2, 32-bit, seed 0x9747b28c.
  * Written here rather than imported from kafkajs because only src/kafka may depend on kafkajs
- * (DESIGN.md §2); a top-level module, as the query engine routes keys with it and src/kafka
+ * (docs/architecture.md §2); a top-level module, as the query engine routes keys with it and src/kafka
  * partitions produced records with it (kafkajs' own murmur2 emulates 64-bit Long arithmetic).
  */
 const SEED = 0x9747b28c;

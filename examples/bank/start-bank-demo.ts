@@ -31,7 +31,8 @@ export async function startBankDemo(options: BankDemoOptions): Promise<BankDemo>
   const brokers = typeof config.brokers === 'string' ? config.brokers.split(',').map((b) => b.trim()) : [...config.brokers];
   const admin = new KafkaAdmin(createKafka({ brokers, clientId: `${config.applicationId ?? 'bank'}-setup` }));
   try {
-    await admin.ensureTopics([{ topic: transfersTopic, partitions, compacted: false }]);
+    // Created with `partitions` when missing; an existing topic is used with the partitions it has.
+    await admin.ensureExternalTopics([{ topic: transfersTopic, partitions, compacted: false }]);
   } finally {
     await admin.close();
   }

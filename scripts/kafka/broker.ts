@@ -5,7 +5,7 @@
  * git), the storage directory is formatted with Kafka's StorageTool, and the JVM is started
  * with `kafka.Kafka` on free 127.0.0.1 ports.
  *
- * Recipe: DESIGN.md §6, checked against apache/kafka's `bin/kafka-server-start.sh` and
+ * Recipe: docs/architecture.md §6, checked against apache/kafka's `bin/kafka-server-start.sh` and
  * `config/server.properties`. What had to change from the recipe as first written:
  *  - kafka_2.13 pulls slf4j-api 1.7, which ignores the log4j-slf4j2 binding (the broker then
  *    logs nothing at all); the pom pins slf4j-api 2.x.

@@ -71,8 +71,9 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
       // GET /dashboard: the operator's page over this endpoint (src/dashboard/).
       useDashboard({ graphqlEndpoint: options.graphqlEndpoint }),
       // GET /health (yoga's own) answers while the process lives; GET /ready only while the
-      // instance serves queries (RUNNING or REBALANCING), for load balancers and Kubernetes.
-      useReadinessCheck({ endpoint: '/ready', check: () => isServing(options.provider.instanceState()) }),
+      // instance serves queries, for load balancers and Kubernetes: the provider's ready() (the
+      // runtime's: every assigned task RUNNING), else RUNNING or REBALANCING.
+      useReadinessCheck({ endpoint: '/ready', check: () => options.provider.ready?.() ?? isServing(options.provider.instanceState()) }),
       ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(options.metrics, options.graphqlEndpoint)]),
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },

@@ -1,5 +1,5 @@
 /**
- * Scatter-gather for range and prefix pages across instances (DESIGN.md §5, Routing): the
+ * Scatter-gather for range and prefix pages across instances (docs/architecture.md §5, Routing): the
  * partitions hosted here are read by the local engine, each other owner is asked for the same
  * page of its partitions (forward-page.ts, one POST per owner, all at once and alongside the
  * local read), and the pages are merged in key-byte order (mergePages), so the client sees

@@ -1,5 +1,5 @@
 /**
- * Reads changelog partitions for restore without a consumer group (KAFKAJS-NOTES §4 option B):
+ * Reads changelog partitions for restore without a consumer group (docs/kafkajs-notes.md §4 option B):
  * kafkajs has no assign(), so we use its Cluster — reachable from the public API, because a
  * partition assigner factory receives it — and send Fetch requests at read_committed ourselves.
  * Responses are wrapped in kafkajs' own `Batch`, which drops control records and the records of
@@ -24,7 +24,7 @@ interface KafkajsBatch {
 type BatchConstructor = new (topic: string, fetchedOffset: string, partitionData: unknown) => KafkajsBatch;
 
 const require = createRequire(import.meta.url);
-// Deep import: kafkajs has no `exports` map, so its Batch resolves (KAFKAJS-NOTES §4 option B).
+// Deep import: kafkajs has no `exports` map, so its Batch resolves (docs/kafkajs-notes.md §4 option B).
 const Batch = require('kafkajs/src/consumer/batch') as BatchConstructor;
 const READ_COMMITTED = 1;
 

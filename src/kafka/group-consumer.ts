@@ -2,18 +2,18 @@
  * The application's group consumer on kafkajs (GroupConsumerPort).
  *
  * - read_committed, autoCommit off, eachBatchAutoResolve off: offsets are resolved by hand once
- *   the task manager has taken a batch (KAFKAJS-NOTES §2: without resolveOffset the same records
+ *   the task manager has taken a batch (docs/kafkajs-notes.md §2: without resolveOffset the same records
  *   are re-fetched forever, #1665). Resolving `batch.lastOffset()` also moves past a trailing
  *   commit marker, which kafkajs filters out of `messages` (#403).
  * - Stale batches (a seek is pending for the partition) are dropped unresolved: a seek made in
  *   the assignment callback must win over batches fetched before it.
  * - The assignment is learned from GROUP_JOIN (the full assignment, synchronous listener, before
- *   the next fetch: KAFKAJS-NOTES §1 "Hooks"); REBALANCING is the only early warning.
+ *   the next fetch: docs/kafkajs-notes.md §1 "Hooks"); REBALANCING is the only early warning.
  * - maxWaitTimeInMs is short: while every partition is paused, kafkajs sleeps that long per
- *   fetch, and long polls are awaited before a rejoin (KAFKAJS-NOTES §1 caveat b).
+ *   fetch, and long polls are awaited before a rejoin (docs/kafkajs-notes.md §1 caveat b).
  * - A broker that goes away: once its retries are spent kafkajs "crashes" the consumer, drops
  *   its ConsumerGroup (pause/resume/seek then throw "Consumer group was not initialized") and,
- *   the error being retriable, restarts it as a new member (KAFKAJS-NOTES §1 "Crash and
+ *   the error being retriable, restarts it as a new member (docs/kafkajs-notes.md §1 "Crash and
  *   restart"), again and again until the broker answers. Between the crash and the next join
  *   pause/resume/seek are no-ops: the new member starts with no paused partitions and no
  *   seeks, and the next GROUP_JOIN hands the task manager the assignment to pause and seek

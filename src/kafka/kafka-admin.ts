@@ -2,7 +2,7 @@
  * AdminPort on the kafkajs admin client.
  * End offsets: `fetchTopicOffsets` answers `high` from ListOffsets v2+, which defaults to
  * READ_COMMITTED on the admin client, so `high` is the last stable offset — Kafka's
- * read_committed `endOffsets` (KAFKAJS-NOTES §4 "Getting the end offset").
+ * read_committed `endOffsets` (docs/kafkajs-notes.md §4 "Getting the end offset").
  */
 import type { Admin, Kafka } from 'kafkajs';
 import { IqgateError } from '../errors.js';
@@ -41,23 +41,16 @@ export class KafkaAdmin implements AdminPort {
     }
   }
 
+  /**
+   * Internal topics (changelog, repartition, dead-letter): created when missing; one that exists
+   * must have the partition count the topology derives from its input topics (a changelog
+   * partition per task), else INVALID_CONFIG — its data would land in the wrong tasks.
+   */
   async ensureTopics(specs: readonly TopicSpec[]): Promise<void> {
     if (specs.length === 0) return;
     const admin = await this.ready();
     try {
-      const existing = new Set(await admin.listTopics());
-      const missing = specs.filter((s) => !existing.has(s.topic));
-      if (missing.length > 0) {
-        await admin.createTopics({
-          waitForLeaders: true,
-          topics: missing.map((s) => ({
-            topic: s.topic,
-            numPartitions: s.partitions,
-            configEntries: s.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
-          })),
-        });
-        await this.waitUntilServable(admin, missing.map((s) => s.topic));
-      }
+      const existing = await this.createMissing(admin, specs);
       const present = specs.filter((s) => existing.has(s.topic));
       if (present.length > 0) {
         const metadata = await admin.fetchTopicMetadata({ topics: present.map((s) => s.topic) });
@@ -73,6 +66,41 @@ export class KafkaAdmin implements AdminPort {
       if ((error as { type?: string }).type === 'TOPIC_ALREADY_EXISTS') return;
       throw toIqgateError(error, 'create internal topics');
     }
+  }
+
+  /**
+   * Input and output topics (e.g. the demo's): created with `spec.partitions` when missing; one
+   * that exists is used as it is, whatever its partition count — the runtime sizes its tasks,
+   * changelogs and repartition topics from the input topics, and producers spread records over
+   * every partition an output topic has.
+   */
+  async ensureExternalTopics(specs: readonly TopicSpec[]): Promise<void> {
+    if (specs.length === 0) return;
+    const admin = await this.ready();
+    try {
+      await this.createMissing(admin, specs);
+    } catch (error) {
+      if ((error as { type?: string }).type === 'TOPIC_ALREADY_EXISTS') return;
+      throw toIqgateError(error, 'create topics');
+    }
+  }
+
+  /** Creates the topics of `specs` that do not exist; returns the names that already existed. */
+  private async createMissing(admin: Admin, specs: readonly TopicSpec[]): Promise<Set<string>> {
+    const existing = new Set(await admin.listTopics());
+    const missing = specs.filter((s) => !existing.has(s.topic));
+    if (missing.length > 0) {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((s) => ({
+          topic: s.topic,
+          numPartitions: s.partitions,
+          configEntries: s.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
+        })),
+      });
+      await this.waitUntilServable(admin, missing.map((s) => s.topic));
+    }
+    return existing;
   }
 
   /**

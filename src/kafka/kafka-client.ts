@@ -1,6 +1,6 @@
 /**
  * Builds the kafkajs client. src/kafka/ is the only importer of kafkajs (lint enforces it).
- * kafkajs' logs go through a caller's structured logger (KAFKAJS-NOTES §7: kafkajs filters
+ * kafkajs' logs go through a caller's structured logger (docs/kafkajs-notes.md §7: kafkajs filters
  * levels itself before calling the logCreator).
  */
 // Must precede the first kafkajs import (see the module's comment).

@@ -27,7 +27,7 @@ function chain(error: unknown): KafkaLikeError[] {
 
 /**
  * Fenced: brokers answer kafkajs' old transactional API versions with INVALID_PRODUCER_EPOCH
- * (code 47) rather than PRODUCER_FENCED (90, unknown to kafkajs): KAFKAJS-NOTES §5 "When fenced".
+ * (code 47) rather than PRODUCER_FENCED (90, unknown to kafkajs): docs/kafkajs-notes.md §5 "When fenced".
  * The same code covers an expired transaction timeout; both mean "discard this producer".
  */
 export function isFencedError(error: unknown): boolean {

@@ -3,7 +3,7 @@
  * MemberMetadata userData (task-assigner.ts) — iqgate's `application.server` metadata.
  *
  * kafkajs hands a member only its own assignment (GROUP_JOIN) and drops the assignment
- * userData (KAFKAJS-NOTES §3), so after each join every member asks the coordinator with
+ * userData (docs/kafkajs-notes.md §3), so after each join every member asks the coordinator with
  * describeGroup, which returns every member's raw metadata and assignment, and decodes both.
  * Right after a join the group may still be CompletingRebalance (other members have not
  * synced yet): the refresh retries until the group is Stable.

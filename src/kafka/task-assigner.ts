@@ -2,7 +2,7 @@
  * A task-aware partition assigner: all partitions of one task (the same partition number of
  * every co-partitioned source topic of a sub-topology) go to the same member, spread
  * round-robin over members sorted by id. kafkajs' RoundRobinAssigner interleaves topic-partitions
- * and would split a task across members. Custom assigners: KAFKAJS-NOTES §3.
+ * and would split a task across members. Custom assigners: docs/kafkajs-notes.md §3.
  */
 // Must precede the first kafkajs import (see the module's comment).
 import './kafkajs-patches.js';

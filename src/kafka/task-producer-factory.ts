@@ -3,7 +3,7 @@
  *
  * Exactly-once: one transactional producer per task, transactionalId `<appId>-<topic>-<partition>`,
  * because kafkajs' TxnOffsetCommit carries no group generation (no KIP-447), so producer-epoch
- * fencing per task is the only zombie fence (KAFKAJS-NOTES §2, §5). InitProducerId happens on
+ * fencing per task is the only zombie fence (docs/kafkajs-notes.md §2, §5). InitProducerId happens on
  * the first `producer.transaction()` call (`producer/index.js:137-139`), so init() opens the
  * first transaction. A failed commit/abort leaves the kafkajs state machine stuck (no error
  * state), so a producer that failed once is discarded by the caller, never reused.

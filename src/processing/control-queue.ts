@@ -1,5 +1,5 @@
 /**
- * The control plane's one queue (DESIGN.md §1, the Druid task-roll lesson): task open/close,
+ * The control plane's one queue (docs/architecture.md §1, the Druid task-roll lesson): task open/close,
  * commits and restore requests are queued here instead of being run where they are asked for.
  *
  * - Identical requests coalesce: a key already waiting is not queued twice (Druid's fix for

@@ -3,7 +3,7 @@
  * into one request per topic — 1000 tasks opening together must not send 1000 OffsetFetches —
  * while guaranteeing freshness: a caller only ever gets data from a request that started after
  * its call. That matters: a task reads its committed offsets only after its InitProducerId has
- * completed the previous owner's transaction (KAFKAJS-NOTES §4 restore recipe), so an answer
+ * completed the previous owner's transaction (docs/kafkajs-notes.md §4 restore recipe), so an answer
  * fetched before that point could be stale.
  */
 export class FreshTopicReader<T> {

@@ -1,5 +1,5 @@
 /**
- * The ports through which processing/ talks to Kafka (DESIGN.md §2). src/kafka/ implements
+ * The ports through which processing/ talks to Kafka (docs/architecture.md §2). src/kafka/ implements
  * them on kafkajs; the unit tests implement them in memory. Nothing here knows kafkajs.
  */
 import type { IqgateError } from '../errors.js';
@@ -52,7 +52,7 @@ export interface ConsumerHandlers {
   onBatch(tp: TopicPartition, records: readonly InputRecord[]): boolean;
   /**
    * The full new assignment after a (re)join. Called synchronously before the next fetch, so
-   * pause/seek calls made here apply to it (KAFKAJS-NOTES §1 "Hooks").
+   * pause/seek calls made here apply to it (docs/kafkajs-notes.md §1 "Hooks").
    */
   onAssignment(assignment: readonly TopicPartition[]): void;
   /** A rebalance has started (eager protocol: every partition is about to be re-assigned). */
@@ -121,7 +121,7 @@ export interface GroupConsumerPort {
 
 /**
  * One task's producer. Under exactly-once it is transactional with the task's own
- * transactionalId (fencing per task: KAFKAJS-NOTES §2, no KIP-447 group fencing in kafkajs);
+ * transactionalId (fencing per task: docs/kafkajs-notes.md §2, no KIP-447 group fencing in kafkajs);
  * under at-least-once it is a plain idempotent producer.
  */
 export interface TaskProducer {
@@ -215,7 +215,7 @@ export interface ChangelogChunk {
   readonly nextOffset: number;
 }
 
-/** Reads a changelog partition outside the group (kafkajs has no assign(): KAFKAJS-NOTES §4). */
+/** Reads a changelog partition outside the group (kafkajs has no assign(): docs/kafkajs-notes.md §4). */
 export interface ChangelogReaderPort {
   /** Reads [from, end) under read_committed, chunk by chunk; resolves when nextOffset ≥ end. */
   read(tp: TopicPartition, from: number, end: number, onChunk: (chunk: ChangelogChunk) => Promise<void>): Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * Restore (DESIGN.md §4, KAFKAJS-NOTES §4 "Restore recipe"): for each store of a task, replay the
+ * Restore (docs/architecture.md §4, docs/kafkajs-notes.md §4 "Restore recipe"): for each store of a task, replay the
  * changelog from the offset stored with the committed data (KIP-1035) to the read_committed end,
  * straight into the committed store. The caller has already run InitProducerId for the task's
  * transactionalId, which completes or aborts the previous owner's transaction so the end (LSO)

@@ -4,7 +4,7 @@
  * small inbox of fetched records. Processing is synchronous (processors and store reads are
  * sync); only the commit awaits I/O, and while a task commits, it alone stops processing.
  *
- * Commit protocol (DESIGN.md §4), exactly-once:
+ * Commit protocol (docs/architecture.md §4), exactly-once:
  *   1. flush the record cache → write batch; changelog + sink records go out in the transaction;
  *   2. the input offsets are added to the transaction; 3. the Kafka transaction commits;
  *   4. one atomic store commit of the write batch, the changelog offsets and the Position.
@@ -242,7 +242,7 @@ export class StreamTask {
 
   /**
    * Takes fetched records. Records before the expected offset are dropped: after a rebalance
-   * kafkajs re-reads retained partitions from the broker-committed offset (KAFKAJS-NOTES §2),
+   * kafkajs re-reads retained partitions from the broker-committed offset (docs/kafkajs-notes.md §2),
    * which is behind our position while a transaction is open.
    */
   enqueue(records: readonly InputRecord[]): void {

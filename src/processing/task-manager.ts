@@ -3,7 +3,7 @@
  * runs the processing loop, schedules commits, and opens/closes/recovers tasks — all state
  * changes through the one ControlQueue, none of its I/O on the processing path.
  *
- * kafkajs rebalances eagerly and offers no awaitable revoke callback (KAFKAJS-NOTES §1), so:
+ * kafkajs rebalances eagerly and offers no awaitable revoke callback (docs/kafkajs-notes.md §1), so:
  * - on REBALANCING every task with uncommitted work is asked to commit (coalesced);
  * - on the new assignment, revoked tasks stop taking records at once and are closed in the
  *   queue (a last commit is attempted: if the new owner's InitProducerId already fenced us it
@@ -198,6 +198,11 @@ export class TaskManager implements ConsumerHandlers {
       this.overBudgetAt = bytes;
       for (const task of this.tasks.values()) if (task.hasUncommitted()) this.requestCommit(task);
     });
+    // Exactly-once v2: InitProducerId (which fences this instance's previous incarnation and
+    // settles its open transaction) now, while the consumer joins its group, rather than when
+    // the first task opens — every task's open waits for it (bench:restart). A failure here is
+    // only early: the first task's open asks again.
+    this.committer?.ready().catch(() => undefined);
   }
 
   // ---- consumer callbacks (synchronous, called by the group consumer adapter) ----

@@ -52,7 +52,7 @@ export class TaskOpener {
       const exactlyOnce = options.processingGuarantee === 'exactly_once';
       producer = this.deps.createProducer?.(plan, task)
         ?? ports.producers.create(exactlyOnce ? transactionalIdFor(options.applicationId, plan.transactionalTopic, task.partition) : null);
-      // Fences any older owner and completes its transaction before anything is read (KAFKAJS-NOTES §4).
+      // Fences any older owner and completes its transaction before anything is read (docs/kafkajs-notes.md §4).
       await producer.init();
       const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
       task.attach(producer, stores);

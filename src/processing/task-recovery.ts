@@ -44,7 +44,7 @@ export class TaskRecovery {
   }
 
   /**
-   * A failed commit has an unknown outcome (KAFKAJS-NOTES §5 "When fenced"): drop everything
+   * A failed commit has an unknown outcome (docs/kafkajs-notes.md §5 "When fenced"): drop everything
    * uncommitted, discard the producer, and reopen the task — a new InitProducerId settles the
    * transaction, then restore replays whatever it committed and offsets are read again.
    * A fenced task waits for the rebalance that is surely coming before it takes the partition back,

@@ -1,4 +1,4 @@
-/** Names of the runtime's own topics and ids, in one place (Kafka Streams' naming, DESIGN.md §4). */
+/** Names of the runtime's own topics and ids, in one place (Kafka Streams' naming, docs/architecture.md §4). */
 
 /** `<appId>-<store>-changelog`: compacted, one partition per task partition. */
 export function changelogTopic(applicationId: string, storeName: string): string {
@@ -11,7 +11,7 @@ export function internalTopic(applicationId: string, name: string): string {
 }
 
 /**
- * One transactionalId per task (`<appId>-<topic>-<partition>`) for zombie fencing: KAFKAJS-NOTES §2.
+ * One transactionalId per task (`<appId>-<topic>-<partition>`) for zombie fencing: docs/kafkajs-notes.md §2.
  * `topic` is the task's first source topic as declared (an internal topic without the app-id prefix).
  */
 export function transactionalIdFor(applicationId: string, firstSourceTopic: string, partition: number): string {

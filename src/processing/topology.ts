@@ -1,5 +1,5 @@
 /**
- * The processor topology (DESIGN.md §4): sources → processors → sinks, plus store definitions.
+ * The processor topology (docs/architecture.md §4): sources → processors → sinks, plus store definitions.
  * This is the low-level API (Kafka Streams' `Topology.addSource/addProcessor/addSink/addStateStore`);
  * the DSL in stream-builder.ts compiles down to it.
  *

@@ -2,7 +2,7 @@
  * The output of a task's open transaction: changelog, sink and dead-letter records. Records are
  * buffered and sent ahead of the commit in order (one send after the other, so each partition
  * receives them in processing order), and the commit only waits for what is still in flight
- * (kafkajs: await every send before committing, KAFKAJS-NOTES §5). It also learns, from the
+ * (kafkajs: await every send before committing, docs/kafkajs-notes.md §5). It also learns, from the
  * send results, where each changelog ends — the offset the store commit records (KIP-1035).
  */
 import type { OutputRecord, SendResult, TaskProducer } from './ports.js';

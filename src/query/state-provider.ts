@@ -61,6 +61,11 @@ export interface StateProvider {
    * broker is away), or undefined while it is in. Optional: without it, none is reported.
    */
   kafkaError?(): InstanceError | undefined;
+  /**
+   * Readiness for traffic (GET /ready): every partition hosted here answers. Optional: without
+   * it, ready means isServing(instanceState()).
+   */
+  ready?(): boolean;
 }
 
 /** A coded error of the instance as a whole (its code is one of src/errors.ts). */

@@ -5,7 +5,7 @@
  * (`defineApp` only adds type checking), or a function returning one:
  *
  * ```ts
- * import { defineApp, serdes, StreamsBuilder } from 'iqgate';
+ * import { defineApp, serdes, StreamsBuilder } from 'iqgate/app'; // or 'iqgate' (the whole API)
  * export default defineApp({
  *   applicationId: 'accounts',
  *   topology: () => {

@@ -1,5 +1,5 @@
 /**
- * The processing figures (DESIGN.md §7): commit latency, processing slices (how long the loop
+ * The processing figures (docs/architecture.md §7): commit latency, processing slices (how long the loop
  * holds the event loop), control-queue wait and depth, restore progress. Kept as bounded
  * reservoirs so benchmarks and the metrics endpoint can read percentiles.
  */

@@ -23,7 +23,11 @@ export class RuntimeStateProvider implements StateProvider {
   constructor(private readonly runtime: Runtime) {}
 
   instanceState(): InstanceState {
-    return INSTANCE_STATE[this.runtime.state];
+    return this.runtime.rebalancing() ? 'REBALANCING' : INSTANCE_STATE[this.runtime.state];
+  }
+
+  ready(): boolean {
+    return this.runtime.ready();
   }
 
   kafkaError(): InstanceError | undefined {

@@ -1,7 +1,7 @@
 /**
  * The processing runtime: wires topology, store engine, Kafka ports and the task manager, and
  * owns the process-level lifecycle (a small transition table, like the tasks'). One place
- * assembles it all (DESIGN.md §2).
+ * assembles it all (docs/architecture.md §2).
  *
  * Start-up is patient and loud: an unreachable broker (BROKER_UNAVAILABLE) or a missing input
  * topic (TOPIC_NOT_FOUND) is logged with its code and retried with exponential back-off until
@@ -99,6 +99,21 @@ export class Runtime {
   private advertised: string | undefined;
   /** HTTP requests being answered (serve()): processing runs in short slices while any wait. */
   private requestsInFlight = 0;
+  /**
+   * Where this instance is in its group: JOINING until the first assignment, REBALANCING from
+   * a rebalance's start (kafkajs' REBALANCING, or partitions revoked or lost) until its
+   * assignment, ASSIGNED after it. `settled`: every task of the latest assignment has been
+   * RUNNING since (see rebalancing()).
+   */
+  private membership: 'JOINING' | 'REBALANCING' | 'ASSIGNED' = 'JOINING';
+  private settled = false;
+  /**
+   * Where start-up time goes, as epoch milliseconds (see StartupTimings); logged once, at info,
+   * as 'start-up timings' when every task of the first assignment is RUNNING (bench:restart
+   * reads that line).
+   */
+  readonly startupTimings: StartupTimings = { processStart: Math.round(performance.timeOrigin) };
+  private startupWatch: NodeJS.Timeout | null = null;
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
@@ -131,18 +146,29 @@ export class Runtime {
   async start(): Promise<void> {
     this.transition('STARTING');
     this.monitor.recent.start();
+    const timings = this.startupTimings;
+    timings.start = Date.now();
     const o = this.options;
     const groups = sourceTopicGroups(this.topology, o.applicationId);
-    const ports = this.config.ports ?? createRuntimePorts({ options: o, topology: this.topology, advertisedUrl: this.advertised, logger: this.logger });
-    this.ports = ports;
     try {
+      // The state directory first: one that another instance holds (STATE_DIR_LOCKED) or that
+      // this process cannot write (STATE_DIR_NOT_WRITABLE) stops start-up before anything —
+      // topics, the instance id file, the consumer group — is touched.
+      this.engine = this.config.storeEngine ?? (o.stateDir !== undefined
+        ? await openLevelStoreEngine({ directory: o.stateDir, ...this.storeOptions() })
+        : createInMemoryStoreEngine(this.storeOptions()));
+      timings.storeOpened = Date.now();
+      if (this.stopRequested) {
+        await this.release(); // stop() came while the directory opened: its release found no engine
+        return;
+      }
+      const ports = this.config.ports ?? createRuntimePorts({ options: o, topology: this.topology, advertisedUrl: this.advertised, logger: this.logger });
+      this.ports = ports;
       await this.startupRetry.run('prepare topics', () => prepareTopics({
         admin: ports.admin, topology: this.topology, options: o, groups, partitionsOfStore: this.partitionsOfStore,
       }));
       if (this.stopRequested) return;
-      this.engine = this.config.storeEngine ?? (o.stateDir !== undefined
-        ? await openLevelStoreEngine({ directory: o.stateDir, ...this.storeOptions() })
-        : createInMemoryStoreEngine(this.storeOptions()));
+      timings.topicsReady = Date.now();
       const crash = crashHookFromEnv();
       const manager = new TaskManager({
         topology: this.topology,
@@ -193,9 +219,21 @@ export class Runtime {
           if (this.kafkaError !== null) this.logger.info({ code: this.kafkaError.code }, 'back in the consumer group');
           this.kafkaError = null;
           manager.onAssignment(assignment);
+          this.membership = 'ASSIGNED';
+          this.settled = false;
+          if (timings.assigned === undefined) {
+            timings.assigned = Date.now();
+            this.watchStartup();
+          }
         },
-        onRebalancing: () => manager.onRebalancing(),
-        onRevoked: (partitions, lost) => manager.onRevoked(partitions, lost),
+        onRebalancing: () => {
+          this.membership = 'REBALANCING';
+          manager.onRebalancing();
+        },
+        onRevoked: (partitions, lost) => {
+          this.membership = 'REBALANCING';
+          return manager.onRevoked(partitions, lost);
+        },
         readyForMore: () => manager.readyForMore(),
         onReconnected: () => {
           if (this.kafkaError !== null) this.logger.info({ code: this.kafkaError.code }, 'the Kafka connection is back');
@@ -209,6 +247,7 @@ export class Runtime {
         },
       });
       await this.consumerRun;
+      timings.consumerRunning = Date.now();
       this.transition('RUNNING');
       this.logger.info({ topics: groups.flat() }, 'runtime running');
     } catch (error) {
@@ -219,6 +258,24 @@ export class Runtime {
       }
       throw error;
     }
+  }
+
+  /** Until every task of the first assignment runs: notes the time and logs the timings once. */
+  private watchStartup(): void {
+    const check = (): void => {
+      if (this.state === 'STOPPING' || this.state === 'STOPPED' || this.state === 'FAILED') {
+        if (this.startupWatch !== null) clearInterval(this.startupWatch);
+        return;
+      }
+      if (!this.everyTaskRunning()) return;
+      if (this.startupWatch !== null) clearInterval(this.startupWatch);
+      this.startupWatch = null;
+      const t = this.startupTimings;
+      t.tasksRunning = Date.now();
+      this.logger.info({ startupTimings: t, tasks: this.localTasks().length, sinceProcessStartMs: t.tasksRunning - t.processStart }, 'start-up timings');
+    };
+    this.startupWatch = setInterval(check, 2);
+    this.startupWatch.unref();
   }
 
   private storeOptions(): { cacheMaxBytes?: number; uncommittedMaxBytes?: number } {
@@ -293,6 +350,8 @@ export class Runtime {
 
   private async release(): Promise<void> {
     this.monitor.recent.stop();
+    if (this.startupWatch !== null) clearInterval(this.startupWatch);
+    this.startupWatch = null;
     await this.ports?.close().catch(() => undefined);
     if (this.config.storeEngine === undefined) await this.engine?.close().catch(() => undefined);
   }
@@ -366,6 +425,36 @@ export class Runtime {
     return this.locator.storeOwner(storeName, partition);
   }
 
+  /**
+   * True while the instance rebalances, as Kafka Streams' REBALANCING: from start-up or a
+   * rebalance's start until the group's assignment has arrived and every task it brought has
+   * restored and been RUNNING. A task that later stops (a failed commit while the broker is
+   * away) does not make it true again: that is no rebalance, and `kafkaError` says why.
+   * Only while the runtime is RUNNING; false otherwise.
+   */
+  rebalancing(): boolean {
+    if (this.state !== 'RUNNING') return false;
+    if (this.membership !== 'ASSIGNED') return true;
+    if (!this.settled) this.settled = this.everyTaskRunning();
+    return !this.settled;
+  }
+
+  /**
+   * Readiness (GET /ready): the runtime is RUNNING, has had an assignment, and every task it
+   * hosts is RUNNING right now — so a load balancer sends no query to partitions that would
+   * answer NOT_ACTIVE while they restore or recover. During a rebalance whose tasks keep
+   * running (cooperative, or before an eager one's new assignment) it stays ready; an instance
+   * assigned no partition is ready.
+   */
+  ready(): boolean {
+    return this.state === 'RUNNING' && this.membership !== 'JOINING' && this.everyTaskRunning();
+  }
+
+  private everyTaskRunning(): boolean {
+    for (const task of this.localTasks()) if (task.state !== 'RUNNING') return false;
+    return true;
+  }
+
   localTasks(): ReadonlyArray<Pick<StreamTask, 'id' | 'partition' | 'state'>> {
     return this.manager?.localTasks() ?? [];
   }
@@ -408,6 +497,21 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Start-up marks, epoch milliseconds: the process's start (performance.timeOrigin), start()
+ * called, the state directory open, the topics checked and created, the consumer running, the
+ * first assignment applied, and every task of it RUNNING (restored). Absent until reached.
+ */
+export interface StartupTimings {
+  readonly processStart: number;
+  start?: number;
+  storeOpened?: number;
+  topicsReady?: number;
+  consumerRunning?: number;
+  assigned?: number;
+  tasksRunning?: number;
 }
 
 export function createRuntime(config: RuntimeConfig): Runtime {

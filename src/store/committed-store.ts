@@ -1,5 +1,5 @@
 /**
- * The port to the committed layer (DESIGN.md §3, layer 3). The layered store stack (cache,
+ * The port to the committed layer (docs/architecture.md §3, layer 3). The layered store stack (cache,
  * write batch, read views, commit protocol) is written once against this interface; the
  * LevelDB store and the in-memory store implement it, so both engines share every semantic
  * except durability. Keys at this port are internal latin1 strings (see sorted-map.ts).

@@ -1,4 +1,4 @@
-/** The public API of the state store (DESIGN.md §3). */
+/** The public API of the state store (docs/architecture.md §3). */
 export * from './types.js';
 export { Position, type PositionJSON } from './position.js';
 export {

@@ -3,9 +3,9 @@
  * directory, a keyspace per store partition (level-key-layout.ts), and per task the changelog
  * offsets and committed Position in the SAME chained batch as the data (KIP-1035), with
  * sync:false — a killed process loses no acknowledged batch and never shows half of one
- * (LEVEL-NOTES §1).
+ * (docs/leveldb-notes.md §1).
  *
- * Hot paths follow LEVEL-NOTES §3: getSync with pre-normalised options (an options object
+ * Hot paths follow docs/leveldb-notes.md §3: getSync with pre-normalised options (an options object
  * whose encodings differ from the defaults is cloned on every call), chained batches (each
  * put goes native at once), nextv with highWaterMarkBytes sized for the chunk.
  */
@@ -25,6 +25,7 @@ import {
   storeIdKey,
   taskMetaKey,
 } from './level-key-layout.js';
+import { checkStateDir, stateDirOpenError } from './state-dir.js';
 import { storeClosedError, toStoreError } from './store-errors.js';
 import type {
   CommittedCursor,
@@ -43,7 +44,7 @@ const ENCODINGS = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
 const CURSOR_CHUNK = 1000;
 /** Internal keys up to this length are copied into the batch scratch by a JS loop (see commit). */
 const SHORT_KEY_CHARS = 64;
-/** ≥ chunk × typical entry size, so one nextv() call fills a chunk (LEVEL-NOTES §3). */
+/** ≥ chunk × typical entry size, so one nextv() call fills a chunk (docs/leveldb-notes.md §3). */
 const HIGH_WATER_MARK_BYTES = 128 * 1024;
 
 interface StoredMeta {
@@ -81,14 +82,12 @@ export class LevelCommittedStore implements CommittedStore {
   private constructor(readonly db: Db) {}
 
   static async open(directory: string): Promise<LevelCommittedStore> {
+    checkStateDir(directory); // locked or not writable: a coded error before LevelDB touches anything
     const db: Db = new Level<Buffer, Buffer>(directory, ENCODINGS);
     try {
       await db.open();
     } catch (error) {
-      throw new IqgateError('STORE_EXCEPTION', `cannot open the state directory ${directory}: ${(error as Error).message}`, {
-        cause: error,
-        details: { directory },
-      });
+      throw stateDirOpenError(directory, error);
     }
     const store = new LevelCommittedStore(db);
     try {
@@ -150,7 +149,7 @@ export class LevelCommittedStore implements CommittedStore {
       for (const write of writes) {
         const keyspace = write.keyspace as LevelKeyspace;
         // classic-level's chained batch copies each key into the native WriteBatch inside
-        // put()/del() (LEVEL-NOTES §1), and abstract-level keeps no reference to it unless
+        // put()/del() (docs/leveldb-notes.md §1), and abstract-level keeps no reference to it unless
         // 'write' listeners or prewrite hooks exist, which this database never has: so one
         // scratch buffer serves every key instead of an allocation per entry.
         // A view of the scratch is reused while keys keep the same length (the common case).

@@ -1,6 +1,6 @@
 /**
- * Key layout of the one LevelDB database per state directory (LEVEL-NOTES "Recommended
- * layout"): fixed-width binary prefixes instead of sublevels (15–30% faster on sync and batch
+ * Key layout of the one LevelDB database per state directory (docs/leveldb-notes.md,
+ * "Layout"): fixed-width binary prefixes instead of sublevels (15–30% faster on sync and batch
  * paths) or one database per partition (file handles, memory, no atomic cross-store batch).
  *
  *   data:     [storeId u16 BE ≥ 1][partition u32 BE][epoch u32 BE][user key]

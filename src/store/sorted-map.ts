@@ -2,7 +2,7 @@
  * The sorted map of the in-memory layers (record cache dirty entries, write batch, in-memory
  * committed store): sorted-btree's BTree with latin1-string keys. A latin1 string holds one
  * char per key byte, so JS `<` orders exactly like LevelDB's memcmp BytewiseComparator
- * (shorter prefix first), at ~6x the speed of a Buffer.compare comparator (LEVEL-NOTES §5).
+ * (shorter prefix first), at ~6x the speed of a Buffer.compare comparator (docs/leveldb-notes.md §5).
  * `clone()` is O(1) copy-on-write, which is what gives read views their point in time.
  */
 import sortedBtree from 'sorted-btree';

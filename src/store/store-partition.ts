@@ -1,6 +1,6 @@
 /**
  * One partition of one store: the record cache's NamedCache over the write batch over the
- * committed keyspace (DESIGN.md §3). Writes land in the cache (Kafka Streams'
+ * committed keyspace (docs/architecture.md §3). Writes land in the cache (Kafka Streams'
  * CachingKeyValueStore); cache flushes move dirty entries to the write batch and hand them to
  * the task's flush listeners (in Kafka Streams the ChangeLoggingKeyValueBytesStore below the
  * cache); commit moves the batch to the committed store (KIP-892).
@@ -8,7 +8,7 @@
  * A commit captures the write batch when it is called (what the runtime just sent to the
  * changelog) and leaves a fresh batch for new writes. Until its LevelDB write resolves, the
  * captured batch stays readable as a `committing` layer: LevelDB makes a batch visible to new
- * snapshots before `write()` resolves (LEVEL-NOTES, Recommended layout), so uncommitted
+ * snapshots before `write()` resolves (docs/leveldb-notes.md, Layout), so uncommitted
  * reads keep seeing it in memory, above the committed store. Several commits may be queued;
  * their layers are read newest first.
  */

@@ -1,5 +1,5 @@
 /**
- * The stores of one task, committed together (DESIGN.md §4): flush() moves dirty cache
+ * The stores of one task, committed together (docs/architecture.md §4): flush() moves dirty cache
  * entries to the write batches and the flush listeners; commit() writes every store's batch,
  * changelog offset and Position in ONE atomic batch of the committed store (KIP-1035: the
  * offsets and Position can never disagree with the data after a crash); abort() drops all of

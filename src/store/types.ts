@@ -1,5 +1,5 @@
 /**
- * The contracts of the state store stack (DESIGN.md §3). Everything above store/ (processing,
+ * The contracts of the state store stack (docs/architecture.md §3). Everything above store/ (processing,
  * query, graphql) programs against these interfaces; store/ provides the in-memory and the
  * LevelDB-backed implementations, which pass one contract suite.
  *
@@ -128,7 +128,7 @@ export type FlushListener = (changes: readonly FlushedChange[]) => void;
 
 /**
  * The stores of one task (one input partition), committed together. Commit protocol
- * (DESIGN.md §4): the runtime calls flush(), sends the flushed changes to the changelog in its
+ * (docs/architecture.md §4): the runtime calls flush(), sends the flushed changes to the changelog in its
  * Kafka transaction, commits the transaction, then calls commit() with the changelog offsets.
  */
 export interface TaskStores {

@@ -89,8 +89,8 @@ export function assertFiltersAbortedTransactions(Batch: BatchClass): void {
   const visible = batch.messages.map((m) => m.offset).join(',');
   if (visible !== '11,16') {
     throw new IqgateError('INVALID_CONFIG', 'kafkajs was loaded before iqgate\'s kafkajs patches, so read_committed consumers would see '
-      + `records of aborted transactions (saw offsets ${visible}, expected 11,16). Import iqgate (or 'iqgate/src/kafka/kafkajs-patches') `
-      + 'before anything that imports kafkajs.', { details: { patch: NAME, visible } });
+      + `records of aborted transactions (saw offsets ${visible}, expected 11,16). Import 'iqgate' (its entry module installs `
+      + 'them) before anything that imports kafkajs.', { details: { patch: NAME, visible } });
   }
 }
 

@@ -2,7 +2,7 @@
  * kafkajs patch 4 — coordinator lookups of transactional producers (commit latency).
  *
  * kafkajs 2.2.4 sends a FindCoordinator before every AddPartitionsToTxn, AddOffsetsToTxn,
- * TxnOffsetCommit and EndTxn (`src/producer/eosManager/index.js:91-96`, KAFKAJS-NOTES §5 "Cost of
+ * TxnOffsetCommit and EndTxn (`src/producer/eosManager/index.js:91-96`, docs/kafkajs-notes.md §5 "Cost of
  * each transaction"): four of the ~12 sequential round trips of each transaction. The patched
  * `Cluster#findGroupCoordinator` (`src/cluster/index.js:343`) remembers the coordinator's node id
  * per Cluster (one Cluster per producer) for COORDINATOR_CACHE_MS and resolves it through the

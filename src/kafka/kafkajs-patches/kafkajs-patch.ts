@@ -57,7 +57,7 @@ export function isKafkajsFileReplaced(file: string, replacement: unknown): boole
 
 /** The error of a check() that found its patch missing. */
 export function patchNotInPlace(patch: string, what: string): IqgateError {
-  return new IqgateError('INVALID_CONFIG', `iqgate's kafkajs patch ${patch} is not in place: ${what}. Import iqgate `
-    + '(or \'iqgate/src/kafka/kafkajs-patches\') before anything that imports kafkajs, and do not replace kafkajs\' internals after it.',
+  return new IqgateError('INVALID_CONFIG', `iqgate's kafkajs patch ${patch} is not in place: ${what}. Import 'iqgate' `
+    + '(its entry module installs the patches) before anything that imports kafkajs, and do not replace kafkajs\' internals after it.',
   { details: { patch } });
 }

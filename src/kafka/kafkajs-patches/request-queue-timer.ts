@@ -4,7 +4,7 @@
  * In kafkajs 2.2.4, after the first response, every socket's RequestQueue reschedules
  * `checkPendingRequests` every ~1 ms forever, even with nothing pending
  * (`src/network/requestQueue/index.js:306-322`: with an empty queue and no throttle the delay is
- * negative, so Node runs it after 1 ms; KAFKAJS-NOTES §5 "Timer load per socket"; kafkajs issues
+ * negative, so Node runs it after 1 ms; docs/kafkajs-notes.md §5 "Timer load per socket"; kafkajs issues
  * #1556, #1604, #1704; fix PRs #1572/#1667, open). Measured: one idle queue makes 901 checks a
  * second, against 1 on kafkajs-fixes; with one transactional producer per task that is
  * thousands of wake-ups per second. The patched method schedules a check only when requests are

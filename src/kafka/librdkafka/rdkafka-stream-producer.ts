@@ -125,7 +125,8 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     producer.on('event.error', (err) => this.options.log?.debug({ err, transactionalId: this.transactionalId }, 'librdkafka producer error (retried by librdkafka)'));
     this.producer = producer;
     const context = `init producer ${this.transactionalId}`;
-    await call((cb) => producer.connect({ timeout: this.timeout }, (err) => cb(err)), context);
+    // allTopics false: only the brokers' metadata at connect, not every topic's (see the consumer's run()).
+    await call((cb) => producer.connect({ timeout: this.timeout, allTopics: false }, (err) => cb(err)), context);
     await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.timeout);
     this.begin();
   }

@@ -169,7 +169,7 @@ describe('the local Kafka broker', () => {
     await newerTxn.send({ topic, messages: [{ value: 'from-newer' }] });
     await newerTxn.commit();
 
-    // kafkajs speaks EndTxn v0/v1, so the broker answers INVALID_PRODUCER_EPOCH (KAFKAJS-NOTES §5).
+    // kafkajs speaks EndTxn v0/v1, so the broker answers INVALID_PRODUCER_EPOCH (docs/kafkajs-notes.md §5).
     const failure = await olderTxn.commit().then(() => undefined, (error: unknown) => error);
     expect(failure).toBeInstanceOf(kafkajs.KafkaJSProtocolError);
     expect((failure as kafkajs.KafkaJSProtocolError).type).toMatch(/INVALID_PRODUCER_EPOCH|PRODUCER_FENCED/);

@@ -1,5 +1,5 @@
 /**
- * Crash tests (DESIGN.md §4: "test every step"): the wordcount runs in a child process that is
+ * Crash tests (docs/architecture.md §4: "test every step"): the wordcount runs in a child process that is
  * SIGKILLed again and again — at each step of the commit protocol (IQGATE_CRASH_AT), above all
  * between the Kafka commit and the store commit, and at random moments. Two independent lanes
  * (own application, topics and state directory) run side by side to fit the time budget. A

@@ -77,6 +77,22 @@ describe('the kafkajs patch check', () => {
     expect(out).toContain('saw offsets 10,11,16'); // what unpatched kafkajs 2.2.4 lets through
   }, 40_000);
 
+  it('names in its errors only imports that the package exports', async () => {
+    // Both kinds of message: the aborted-transaction filter's own, and every other patch's (patchNotInPlace).
+    const out = await inFreshProcess(`await import('kafkajs');${tryCreateKafka}
+      const { patchNotInPlace } = await import('./src/kafka/kafkajs-patches/kafkajs-patch.ts');
+      console.log(patchNotInPlace('x', 'y').message);`);
+    const specifiers = [...out.matchAll(/'(iqgate[^']*)'/g)].map((m) => m[1]!);
+    expect(specifiers.length).toBeGreaterThanOrEqual(2);
+    const resolved = JSON.parse(await inFreshProcess(`
+      const out = {};
+      for (const specifier of ${JSON.stringify(specifiers)}) {
+        try { import.meta.resolve(specifier); out[specifier] = 'ok'; } catch (error) { out[specifier] = error.code; }
+      }
+      console.log(JSON.stringify(out));`)) as Record<string, string>;
+    expect(resolved).toEqual(Object.fromEntries(specifiers.map((s) => [s, 'ok'])));
+  }, 40_000);
+
   it('builds the client when the patches came first', async () => {
     expect(await inFreshProcess(tryCreateKafka)).toBe('created');
     expect(() => createKafka({ brokers: ['127.0.0.1:1'], clientId: 'patch-check' })).not.toThrow();
