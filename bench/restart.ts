@@ -23,11 +23,12 @@
  *                             thread; Linux): what the wall-clock figures cost a quiet machine
  * The phases come from the instance's 'start-up timings' log line (src/runtime/runtime.ts).
  *
- * The command: `node [--import tsx] <entry>`, entry `src/main.ts` unless `--entry <path>`
- * (e.g. `npm run bench:restart -- --entry dist/main.js` once `npm run build` makes one);
+ * The command: `node [--import tsx] <entry>`, entry the compiled `dist/src/main.js` (what
+ * `npm start` and the Docker image run; the npm script builds first) unless `--entry <path>`
+ * (`--entry src/main.ts --app bench/restart-app.ts`: the sources under tsx);
  * `--node-arg <arg>` adds node arguments (repeatable); `.ts` entries get `--import tsx`;
- * `--app <path>` another application module (default bench/restart-app.ts, which needs tsx:
- * give compiled JS a .js module with the same topology); several `--app`s take turns in each
+ * `--app <path>` another application module (default bench/restart-app.mjs; the .ts ones need
+ * tsx); several `--app`s take turns in each
  * run on the same state directory, the first reported as restart.*, the others as
  * restart.<module file name>.* (bench/restart-app-full.ts imports 'iqgate' instead of
  * 'iqgate/app': every module loads before the runtime starts).
@@ -47,8 +48,8 @@ import type { StartupTimings } from '../src/runtime/runtime.js';
 import { Figures } from './figures.js';
 
 const { values: args } = parseArgs({ options: {
-  entry: { type: 'string', default: 'src/main.ts' },
-  app: { type: 'string', multiple: true, default: ['bench/restart-app.ts'] },
+  entry: { type: 'string', default: 'dist/src/main.js' },
+  app: { type: 'string', multiple: true, default: ['bench/restart-app.mjs'] },
   'node-arg': { type: 'string', multiple: true, default: [] },
 } });
 const ENTRY = args.entry;
