@@ -65,6 +65,7 @@ describe('npm start: existing topics', () => {
     main = startMain({
       KAFKA_BROKERS: kafkaBrokers().join(','),
       IQGATE_APP_ID: app,
+      IQGATE_DEMO: 'wordcount',
       IQGATE_INPUT_TOPIC: input,
       IQGATE_OUTPUT_TOPIC: output,
       IQGATE_STATE_DIR: join(root, 'demo'),
