@@ -16,7 +16,9 @@ import type { GatewayContext } from './gateway-context.js';
 import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './gateway-options.js';
 import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
-import { useGatewayMetrics } from './gateway-metrics.js';
+import { withNodeFastPath } from './node-fast-path.js';
+import { GatewayMetrics, useGatewayMetrics } from './gateway-metrics.js';
+import { KnownOperations, useKnownOperations } from './known-operations.js';
 import { useMetricsEndpoint } from './metrics-endpoint.js';
 import { queryResolvers } from './query-resolvers.js';
 import { useRequestErrorCodes } from './request-error-codes.js';
@@ -50,7 +52,10 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
   const options = resolveGatewayOptions(gatewayOptions);
   const schema = createGatewaySchema(options.schemaPath);
   const context = createContextFactory(options);
-  return createYoga<object, GatewayContext>({
+  const metrics = options.metrics === undefined ? undefined : new GatewayMetrics(options.metrics, options.graphqlEndpoint);
+  // Queries yoga validated once are then served by the node:http fast path (node-fast-path.ts).
+  const known = new KnownOperations();
+  const yoga = createYoga<object, GatewayContext>({
     schema,
     graphqlEndpoint: options.graphqlEndpoint,
     graphiql: options.graphiql,
@@ -67,7 +72,7 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
       // GET /health (yoga's own) answers while the process lives; GET /ready only while the
       // instance serves queries (RUNNING or REBALANCING), for load balancers and Kubernetes.
       useReadinessCheck({ endpoint: '/ready', check: () => isServing(options.provider.instanceState()) }),
-      ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(options.metrics, options.graphqlEndpoint)]),
+      ...(options.metrics === undefined || metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(metrics, options.graphqlEndpoint)]),
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },
         costLimit: { maxCost: options.maxCost, onReject: coded('QUERY_TOO_COSTLY') },
@@ -76,6 +81,8 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
         maxTokens: { n: options.maxTokens, onReject: coded('TOO_MANY_TOKENS') },
         blockFieldSuggestion: { enabled: true },
       }),
+      useKnownOperations(known),
     ],
   });
+  return withNodeFastPath(yoga, { schema, graphqlEndpoint: options.graphqlEndpoint, known, context, metrics });
 }
