@@ -1,6 +1,9 @@
 /**
  * The gateway's hot path on node:http: a POST of a query yoga has already validated (a known
- * operation, known-operations.ts) is executed with graphql-js straight from the node request
+ * operation, known-operations.ts) is executed by yoga's own executor (@graphql-tools/executor,
+ * which also resolves the same copy of graphql as the schema: under a bundler or vitest, our
+ * `import 'graphql'` may load the other build, whose execute rejects the schema) straight from
+ * the node request
  * and answered straight to the node response — no fetch Request/Response objects, body
  * streams, abort controllers or plugin chain per request, which cost more than the query
  * itself (a CPU profile of bench:query had yoga's HTTP layer at ~60% of a single-key request).
@@ -18,7 +21,8 @@
  * leaves it (`request.body`), which yoga's server adapter reads instead of the stream.
  */
 import { IncomingMessage, ServerResponse } from 'node:http';
-import { execute, getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLError, type GraphQLSchema } from 'graphql';
+import { execute } from '@graphql-tools/executor';
+import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLError, type GraphQLSchema } from 'graphql';
 import { processRegularResult, type FetchAPI, type YogaServerInstance } from 'graphql-yoga';
 import type { GatewayContext } from './gateway-context.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
@@ -222,9 +226,10 @@ export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gatew
     const contextValue: GatewayContext = { ...context(), request: new NodeRequestView(request, response) };
     let result: ExecutionResult | Promise<ExecutionResult>;
     try {
-      result = execute({ schema, document, variableValues: params.variables, operationName: params.operationName, contextValue });
+      // A query without @defer/@stream (which the schema does not declare) has a single result.
+      result = execute({ schema, document, variableValues: params.variables, operationName: params.operationName, contextValue }) as ExecutionResult | Promise<ExecutionResult>;
     } catch {
-      // graphql-js throws only on arguments it considers a programmer's error: yoga decides.
+      // The executor throws only on arguments it considers a programmer's error: yoga decides.
       toYoga(request, response, body);
       return;
     }
@@ -257,7 +262,11 @@ export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gatew
       return Reflect.apply(target, thisArg, args) as unknown;
     },
     get(target, property) {
-      return property === FAST_PATH_STATS ? stats : Reflect.get(target, property);
+      if (property === FAST_PATH_STATS) return stats;
+      // EventEmitter calls a listener as `listener.apply(emitter, args)`, and yoga's own proxy
+      // answers `apply`/`call`/`bind` bound to its inner handler: they must stay ours.
+      if (property === 'apply' || property === 'call' || property === 'bind') return Reflect.get(Function.prototype, property) as unknown;
+      return Reflect.get(target, property) as unknown;
     },
   });
 }
