@@ -7,6 +7,8 @@
  * bench/results/query.json as [{ name, unit, value }].
  *
  *   npm run bench:query            (BENCH_SECONDS=3 per run, best of 2 interleaved runs; ~40 s)
+ *   BENCH_QUERY_YOGA=1 npm run bench:query   also measures the same gateway without its fast path
+ *                                  (yoga's node:http handler for every request): query.*.yoga.*
  */
 import { Figures } from './figures.js';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -24,6 +26,7 @@ import type { Serde, TaskStores } from '../src/store/types.js';
 process.env.NODE_ENV ??= 'production';
 const { execute, parse, validate } = await import('graphql');
 const { createContextFactory, createGateway, createGatewaySchema } = await import('../src/graphql/create-gateway.js');
+const { fastPathStats } = await import('../src/graphql/node-fast-path.js');
 const { resolveGatewayOptions } = await import('../src/graphql/gateway-options.js');
 const { partitionForKey } = await import('../src/murmur2.js');
 const { StaticStateProvider } = await import('../src/query/static-state-provider.js');
@@ -39,6 +42,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 // and the best run is kept, so a burst of foreign load does not decide the ratio.
 const ROUNDS = 2;
 const WARMUP_MS = 1000;
+const WITH_YOGA = process.env.BENCH_QUERY_YOGA === '1';
 
 interface LoadResult {
   requests: number;
@@ -145,9 +149,13 @@ async function main(): Promise<void> {
   const singleBodies = shuffled.slice(0, 2000).map((k) => JSON.stringify({ query: single, variables: { k } }));
   const batchBodies = Array.from({ length: 200 }, (_, i) => JSON.stringify({ query: batched, variables: { ks: shuffled.slice(i * BATCH, (i + 1) * BATCH) } }));
 
-  // The gateway: yoga + armor + masking + the /metrics registry, as serve() builds it.
+  // The gateway: yoga + armor + masking + the /metrics registry, as serve() builds it. Its
+  // node:http entry answers known queries on the fast path (src/graphql/node-fast-path.ts);
+  // the first request of each query text goes through yoga, which validates it.
   const gateway = createGateway({ provider, logging: false, metrics: new Registry() });
   const gatewayServer = createServer(gateway);
+  // Optional: yoga's own node:http handler, every request through its whole pipeline.
+  const yogaServer = createServer((request, response) => void gateway.requestListener(request, response));
   // The baseline: the same executable schema and context, graphql-js parse (cached)/validate/execute.
   const options = resolveGatewayOptions({ provider, logging: false });
   const schema = createGatewaySchema();
@@ -171,10 +179,10 @@ async function main(): Promise<void> {
       response.end(String(error));
     });
   });
-  const [gatewayPort, baselinePort] = await Promise.all([listen(gatewayServer), listen(baselineServer)]);
+  const [gatewayPort, baselinePort, yogaPort] = await Promise.all([listen(gatewayServer), listen(baselineServer), listen(yogaServer)]);
 
   // Sanity: both servers answer the benchmark queries correctly before anything is timed.
-  for (const port of [gatewayPort, baselinePort]) {
+  for (const port of [gatewayPort, baselinePort, yogaPort]) {
     const response = await fetch(`http://127.0.0.1:${port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batchBodies[0]! });
     const json = (await response.json()) as { data?: { getMany: { entries: Array<{ value: unknown }> } }; errors?: unknown };
     if (json.errors !== undefined || json.data?.getMany.entries.filter((e) => e.value !== null).length !== BATCH) {
@@ -195,11 +203,17 @@ async function main(): Promise<void> {
   let bareSingle: LoadResult | undefined;
   let gwBatch: LoadResult | undefined;
   let bareBatch: LoadResult | undefined;
+  let yogaSingle: LoadResult | undefined;
+  let yogaBatch: LoadResult | undefined;
   for (let round = 0; round < ROUNDS; round++) {
     gwSingle = best(gwSingle, await measure('gateway single', gatewayPort, singleBodies, 1));
     bareSingle = best(bareSingle, await measure('baseline single', baselinePort, singleBodies, 1));
     gwBatch = best(gwBatch, await measure('gateway batched', gatewayPort, batchBodies, BATCH));
     bareBatch = best(bareBatch, await measure('baseline batched', baselinePort, batchBodies, BATCH));
+    if (WITH_YOGA) {
+      yogaSingle = best(yogaSingle, await measure('yoga single', yogaPort, singleBodies, 1));
+      yogaBatch = best(yogaBatch, await measure('yoga batched', yogaPort, batchBodies, BATCH));
+    }
   }
   if (gwSingle === undefined || bareSingle === undefined || gwBatch === undefined || bareBatch === undefined) throw new Error('no rounds ran');
 
@@ -212,10 +226,20 @@ async function main(): Promise<void> {
   report('query.batched.gateway.p99', 'ms', gwBatch.p99);
   report('query.batched.baseline.rate', 'keys/s', bareBatch.requests / bareBatch.seconds);
   report('query.batched.ratio', 'gateway/baseline', gwBatch.requests / bareBatch.requests);
+  if (yogaSingle !== undefined && yogaBatch !== undefined) {
+    report('query.key.yoga.rate', 'queries/s', yogaSingle.requests / yogaSingle.seconds);
+    report('query.key.yoga.ratio', 'yoga/baseline', yogaSingle.requests / bareSingle.requests);
+    report('query.batched.yoga.rate', 'keys/s', yogaBatch.requests / yogaBatch.seconds);
+    report('query.batched.yoga.ratio', 'yoga/baseline', yogaBatch.requests / bareBatch.requests);
+  }
+  // Which share of the gateway's requests the fast path answered (the rest went through yoga):
+  // near 1, or the figures above measure yoga's full pipeline instead.
+  const stats = fastPathStats(gateway);
+  report('query.gateway.fast_path_share', 'fraction', stats === undefined ? 0 : stats.answered / Math.max(1, stats.answered + stats.handedToYoga));
 
   await figures.write('query');
 
-  await Promise.all([close(gatewayServer), close(baselineServer)]);
+  await Promise.all([close(gatewayServer), close(baselineServer), close(yogaServer)]);
   await gateway.dispose();
   for (const task of tasks) await task.close();
   await engine.close();
