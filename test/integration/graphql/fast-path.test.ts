@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { listenGateway } from '../../../src/graphql/listen-gateway.js';
 import { fastPathStats, type FastPathStats } from '../../../src/graphql/node-fast-path.js';
 import { openLevelStoreEngine } from '../../../src/store/level-engine.js';
 import { createFixture, type Fixture } from '../../unit/graphql/gateway-fixture.js';
@@ -115,6 +116,40 @@ describe('the node:http fast path for known queries', () => {
         const { fast } = await compare(request, accept === undefined ? {} : { accept });
         expect(fast.body).toContain('"code"');
       }
+    }
+  });
+
+  it('answers in the media type yoga picks from the Accept header, and leaves it the ones it streams or refuses', async () => {
+    const get = body('{ get(store: "words", key: "apple") { value } }');
+    for (const accept of ['application/json; charset=utf-8', 'text/html, application/json;q=0.9', 'APPLICATION/GRAPHQL-RESPONSE+JSON', 'application/*', 'application/json, application/graphql-response+json']) {
+      const { fast } = await compare(get, { accept });
+      expect(fast.status).toBe(200);
+    }
+    for (const accept of ['application/json; charset=latin1', 'text/html', 'text/event-stream', 'multipart/mixed']) {
+      const answered = stats.answered;
+      const overSocket = await fetch(url, post(get, { accept }));
+      const yoga = await f.gateway.fetch(url, post(get, { accept }));
+      expect([overSocket.status, overSocket.headers.get('content-type')]).toEqual([yoga.status, yoga.headers.get('content-type')]);
+      await Promise.all([overSocket.text(), yoga.text()]); // a query over SSE is one event, then the stream ends
+      expect(stats.answered).toBe(answered);
+    }
+  });
+
+  it('serves known queries on a server from listenGateway, which tells the runtime of each request', async () => {
+    let started = 0;
+    let done = 0;
+    const listening = await listenGateway(f.gateway, { port: 0, host: '127.0.0.1', onRequest: () => (started++, () => done++) });
+    try {
+      const get = body('{ get(store: "words", key: "elder") { value } }');
+      await fetch(listening.url, post(get));
+      const answered = stats.answered;
+      const answer = await fetch(listening.url, post(get)).then((r) => r.json());
+      expect(answer).toEqual({ data: { get: { value: { word: 'elder', n: 5 } } } });
+      expect(stats.answered).toBe(answered + 1);
+      await waitUntil(() => done === 2);
+      expect(started).toBe(2);
+    } finally {
+      await listening.close();
     }
   });
 
