@@ -192,6 +192,21 @@ describe('the node:http fast path for known queries', () => {
     expect(stats.handedToYoga).toBeGreaterThan(before.handedToYoga);
   });
 
+  it('hands yoga the bodies it read intact, and leaves it larger ones unread', async () => {
+    const query = 'query($ks: [Key!]!) { getMany(store: "words", keys: $ks) { entries { found } } }';
+    const read = body(query, { ks: ['a', 'b', 'c', 'd'].map((c) => c.repeat(60_000)) }); // 240 kB: read, and handed on when unknown
+    const handed = stats.handedToYoga;
+    const { fast } = await compare(read);
+    expect(stats.handedToYoga).toBe(handed + 1);
+    expect(JSON.parse(fast.body)).toEqual({ data: { getMany: { entries: [{ found: false }, { found: false }, { found: false }, { found: false }] } } });
+    const unread = body(query, { ks: ['a', 'b', 'c', 'd', 'e'].map((c) => c.repeat(60_000)) }); // 300 kB: yoga's from the start
+    const answered = stats.answered;
+    const overSocket = await answerOf(await fetch(url, post(unread)));
+    expect(overSocket).toEqual(await answerOf(await f.gateway.fetch(url, post(unread))));
+    expect(JSON.parse(overSocket.body)).toMatchObject({ data: { getMany: { entries: [{ found: false }, {}, {}, {}, {}] } } });
+    expect([stats.answered, stats.handedToYoga]).toEqual([answered, handed + 1]);
+  });
+
   it('reads a body that arrives in several chunks', async () => {
     const text = body('query($k: Key!) { get(store: "words", key: $k) { value } }', { k: 'cherry' });
     await fetch(url, post(text));
