@@ -7,7 +7,7 @@
  * Servers bind 127.0.0.1 only. Prints one line per figure and writes
  * bench/results/query.json as [{ name, unit, value }].
  *
- *   npm run bench:query            (BENCH_SECONDS=3 per run, best of 2 interleaved runs; ~40 s)
+ *   npm run bench:query            (BENCH_SECONDS=3 per run, best of BENCH_ROUNDS=2 interleaved runs; ~40 s)
  *   BENCH_QUERY_YOGA=1 npm run bench:query   also measures the same gateway without its fast path
  *                                  (yoga's node:http handler for every request): query.*.yoga.*
  */
@@ -41,7 +41,7 @@ const CONCURRENCY = 32;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 // The machine is shared: each figure is measured in ROUNDS runs interleaved with its baseline
 // and the best run is kept, so a burst of foreign load does not decide the ratio.
-const ROUNDS = 2;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const WARMUP_MS = 1000;
 const WITH_YOGA = process.env.BENCH_QUERY_YOGA === '1';
 
