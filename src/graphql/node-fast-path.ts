@@ -176,9 +176,13 @@ class NodeRequestView {
     if (this.controller === undefined) {
       const controller = (this.controller = new AbortController());
       const response = this.response;
-      response.once('close', () => {
-        if (!response.writableFinished) controller.abort();
-      });
+      // Made on first use (a wait for a bound, a forward): the client may be gone already.
+      if (response.destroyed) controller.abort();
+      else {
+        response.once('close', () => {
+          if (!response.writableFinished) controller.abort();
+        });
+      }
     }
     return this.controller.signal;
   }
