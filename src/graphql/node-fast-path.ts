@@ -158,15 +158,18 @@ function fastParams(body: unknown): FastParams | undefined {
  */
 class NodeRequestView {
   private controller: AbortController | undefined;
-  readonly headers: { get(name: string): string | null };
 
   constructor(
-    request: IncomingMessage,
+    private readonly request: IncomingMessage,
     private readonly response: ServerResponse,
-  ) {
-    this.headers = {
+  ) {}
+
+  /** Read when keys are forwarded (is this request itself a forward?): made on first use. */
+  get headers(): { get(name: string): string | null } {
+    const headers = this.request.headers;
+    return {
       get(name) {
-        const value = request.headers[name.toLowerCase()];
+        const value = headers[name.toLowerCase()];
         return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
       },
     };
@@ -220,11 +223,21 @@ export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gatew
       answer = { ...result, errors };
       metrics?.countErrors(errors);
     }
-    const { body, init } = processRegularResult(answer, CAPTURE, mediaType) as unknown as CapturedResponse;
-    response.writeHead(init.status, { ...init.headers, 'content-length': Buffer.byteLength(body) });
+    let status = 200;
+    let body: string;
+    if (answer.errors === undefined && answer.extensions === undefined) {
+      // What yoga's result processor answers for a result without errors, without its objects.
+      body = JSON.stringify(answer);
+      response.writeHead(200, ['content-type', `${mediaType}; charset=utf-8`, 'content-length', String(Buffer.byteLength(body))]);
+    } else {
+      const captured = processRegularResult(answer, CAPTURE, mediaType) as unknown as CapturedResponse;
+      body = captured.body;
+      status = captured.init.status;
+      response.writeHead(status, { ...captured.init.headers, 'content-length': Buffer.byteLength(body) });
+    }
     response.end(body);
     stats.answered++;
-    metrics?.observeRequest(init.status, startedAt);
+    metrics?.observeRequest(status, startedAt);
   };
 
   const run = (request: IncomingMessage, response: ServerResponse, body: Buffer, mediaType: string, startedAt: number): void => {
@@ -240,7 +253,7 @@ export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gatew
       toYoga(request, response, body);
       return;
     }
-    const contextValue: GatewayContext = { ...context(), request: new NodeRequestView(request, response) };
+    const contextValue: GatewayContext = Object.assign(context(), { request: new NodeRequestView(request, response) });
     let result: ExecutionResult | Promise<ExecutionResult>;
     try {
       // A query without @defer/@stream (which the schema does not declare) has a single result.

@@ -37,6 +37,7 @@ beforeEach(async () => {
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
   for (const word of ['apple', 'banana', 'cherry', 'date', 'elder']) f.put('words', word, { word, n: word.length });
   f.put('ints', 7, 'seven');
+  f.put('words', 'café', { word: 'café ☕', n: 4 }); // bytes ≠ characters: content-length counts bytes
   await f.commit();
   f.put('words', 'fig', { word: 'fig', n: 3 }); // uncommitted: only the live view sees it
 });
@@ -89,6 +90,8 @@ describe('the node:http fast path for known queries', () => {
     const { fast } = await compare(body(get, { k: 'banana' }));
     expect(JSON.parse(fast.body)).toMatchObject({ data: { get: { key: 'banana', value: { word: 'banana', n: 6 }, found: true } } });
     await compare(body(get, { k: 'nothing' }));
+    const accented = await compare(body(get, { k: 'café' }));
+    expect(JSON.parse(accented.fast.body)).toMatchObject({ data: { get: { value: { word: 'café ☕' } } } });
     const live = await compare(body(get, { k: 'fig', c: false }));
     expect(JSON.parse(live.fast.body)).toMatchObject({ data: { get: { value: { word: 'fig', n: 3 } } } });
     await compare(body('query($ks: [Key!]!) { getMany(store: "words", keys: $ks) { entries { key value found } position partitions { partition position } } }', { ks: ['apple', 'zzz', 'date', 'apple'] }));
