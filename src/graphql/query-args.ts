@@ -52,7 +52,7 @@ export function partitionsArg(partitions: readonly number[] | null | undefined, 
  * the node:http fast path creates it on first use (an AbortController and a close listener per
  * request were ~2% of a single-key query).
  */
-export function toQueryOptions(args: CommonArgs, options: ResolvedGatewayOptions, request?: { readonly signal?: AbortSignal }): QueryOptions {
+export function toQueryOptions(args: CommonArgs, options: ResolvedGatewayOptions, request?: { readonly signal: AbortSignal }): QueryOptions {
   const boundTimeoutMs = args.boundTimeoutMs ?? 0;
   if (!Number.isInteger(boundTimeoutMs) || boundTimeoutMs < 0 || boundTimeoutMs > options.maxBoundTimeoutMs) {
     throw new IqgateError('INVALID_ARGUMENT', `boundTimeoutMs must be between 0 and ${options.maxBoundTimeoutMs}.`);
@@ -68,8 +68,15 @@ export function toQueryOptions(args: CommonArgs, options: ResolvedGatewayOptions
     readCommitted: args.readCommitted ?? true,
     executionInfo: args.executionInfo ?? false,
   };
-  if (request !== undefined) Object.defineProperty(result, 'signal', { get: () => request.signal, enumerable: true });
-  return result;
+  // A getter in a literal (not defineProperty, which leaves a slow dictionary-mode object).
+  return request === undefined
+    ? result
+    : {
+        ...result,
+        get signal() {
+          return request.signal;
+        },
+      };
 }
 
 /** A stable string of the options that decide how keys are read, to share one DataLoader. */
