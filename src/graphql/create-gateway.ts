@@ -18,7 +18,9 @@ import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions
 import { graphiqlDefaultQuery } from './graphiql-default-query.js';
 import { loadSchemaText } from './load-schema.js';
 import { maskError } from './mask-error.js';
-import { useGatewayMetrics } from './gateway-metrics.js';
+import { withNodeFastPath } from './node-fast-path.js';
+import { GatewayMetrics, useGatewayMetrics } from './gateway-metrics.js';
+import { KnownOperations, useKnownOperations } from './known-operations.js';
 import { useMetricsEndpoint } from './metrics-endpoint.js';
 import { monitorResolvers } from './monitor-resolvers.js';
 import { queryResolvers } from './query-resolvers.js';
@@ -53,7 +55,10 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
   const options = resolveGatewayOptions(gatewayOptions);
   const schema = createGatewaySchema(options.schemaPath);
   const context = createContextFactory(options);
-  return createYoga<object, GatewayContext>({
+  const metrics = options.metrics === undefined ? undefined : new GatewayMetrics(options.metrics, options.graphqlEndpoint);
+  // Queries yoga validated once are then served by the node:http fast path (node-fast-path.ts).
+  const known = new KnownOperations();
+  const yoga = createYoga<object, GatewayContext>({
     schema,
     graphqlEndpoint: options.graphqlEndpoint,
     // GraphiQL opens on an example over the application's own stores, derived per page load.
@@ -74,7 +79,7 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
       // instance serves queries, for load balancers and Kubernetes: the provider's ready() (the
       // runtime's: every assigned task RUNNING), else RUNNING or REBALANCING.
       useReadinessCheck({ endpoint: '/ready', check: () => options.provider.ready?.() ?? isServing(options.provider.instanceState()) }),
-      ...(options.metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(options.metrics, options.graphqlEndpoint)]),
+      ...(options.metrics === undefined || metrics === undefined ? [] : [useMetricsEndpoint(options.metrics), useGatewayMetrics(metrics, options.graphqlEndpoint)]),
       EnvelopArmorPlugin({
         maxDepth: { n: options.maxDepth, onReject: coded('QUERY_TOO_DEEP') },
         costLimit: { maxCost: options.maxCost, onReject: coded('QUERY_TOO_COSTLY') },
@@ -83,6 +88,8 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
         maxTokens: { n: options.maxTokens, onReject: coded('TOO_MANY_TOKENS') },
         blockFieldSuggestion: { enabled: true },
       }),
+      useKnownOperations(known),
     ],
   });
+  return withNodeFastPath(yoga, { schema, graphqlEndpoint: options.graphqlEndpoint, known, context, metrics });
 }

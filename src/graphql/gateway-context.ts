@@ -23,7 +23,7 @@ export interface GatewayContext {
   /** One loader per distinct read options, created on first use and dropped with the request. */
   readonly keyLoaders: Map<string, DataLoader<Bytes, KeyAnswer, string>>;
   /** Yoga's initial context adds the request; its signal aborts when the client goes away. */
-  readonly request?: { readonly signal?: AbortSignal; readonly headers?: { get(name: string): string | null } };
+  readonly request?: { readonly signal: AbortSignal; readonly headers?: { get(name: string): string | null } };
 }
 
 /** True when this request was itself forwarded by another instance: it is never forwarded again. */

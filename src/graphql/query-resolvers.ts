@@ -67,7 +67,7 @@ function connection(store: StoreDescriptor, args: PageArgs, scanArgs: { from?: u
       ? { type: 'prefix' as const, prefix: encodeKey(store.keySerde, scanArgs.prefix, 'prefix') }
       : rangeScan(store, scanArgs.from, scanArgs.to);
   const { request, fingerprint } = toPageRequest(store, scan, args, context.options);
-  const options = toQueryOptions(args, context.options, context.request?.signal);
+  const options = toQueryOptions(args, context.options, context.request);
   // Partitions hosted elsewhere are asked of their owners and merged in (gather-page.ts).
   return gatherPage(context, store, options, request, fingerprint).then((page) => {
     const edges = page.entries.map((entry: GatheredEntry) => ({
@@ -114,7 +114,7 @@ export const queryResolvers = {
     async get(_: unknown, args: Args<CommonArgs & { key: unknown }>, context: GatewayContext) {
       const store = context.engine.store(args.store);
       const key = encodeKey(store.keySerde, args.key);
-      const answer = await keyLoader(context, toQueryOptions(args, context.options, context.request?.signal)).load(key);
+      const answer = await keyLoader(context, toQueryOptions(args, context.options, context.request)).load(key);
       return {
         ...keyEntry(store, answer),
         position: answer.outcome.position ?? null,
@@ -129,7 +129,7 @@ export const queryResolvers = {
         });
       }
       const keys = args.keys.map((key, i) => encodeKey(store.keySerde, key, `keys[${i}]`));
-      const loader = keyLoader(context, toQueryOptions(args, context.options, context.request?.signal));
+      const loader = keyLoader(context, toQueryOptions(args, context.options, context.request));
       const answers = await Promise.all(keys.map((key) => loader.load(key)));
       const outcomes = new Map<number, PartitionOutcome>();
       for (const answer of answers) outcomes.set(answer.outcome.partition, answer.outcome);
