@@ -88,9 +88,10 @@ export interface ChangeEvent {
 /** A change waiting to be handed out; its resumeAfter is computed then. */
 interface Pending {
   readonly key: Bytes;
-  readonly value: Bytes | null;
+  /** Mutable on an uncommitted feed: a newer change of the key replaces a buffered one. */
+  value: Bytes | null;
   readonly partition: number;
-  readonly position: Position;
+  position: Position;
 }
 
 /**
@@ -126,6 +127,14 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   let snapshot: InitialSnapshot | undefined;
 
   const live: Pending[] = [];
+  /**
+   * Uncommitted feeds: the buffered change of each partition and key. A newer change of a key
+   * whose change still waits replaces its value and Position in place (the record cache dedupes
+   * a key's writes the same way), so a slow reader gets every key's latest value, not each
+   * write, and the buffer bound counts keys waiting. Committed feeds buffer every change.
+   */
+  const byKey = request.readCommitted ? undefined : new Map<string, Pending>();
+  const slotOf = (change: Pending): string => `${change.partition}:${change.key.toString('latin1')}`;
   let waiting: ((result: IteratorResult<ChangeEvent>) => void) | undefined;
   let failWaiting: ((error: unknown) => void) | undefined;
   /** How the stream ends once its buffered events are out; built then (a close's resumeAfter covers them). */
@@ -192,7 +201,10 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     ended = true;
     for (const unsubscribe of unsubscribes) unsubscribe();
     // Live events behind an unfinished initial listing would read as if the listing were complete.
-    if (listing) live.length = 0;
+    if (listing) {
+      live.length = 0;
+      byKey?.clear();
+    }
     if (snapshot !== undefined) closing = snapshot.close().catch((error: unknown) => process.emitWarning(asError(error)));
   };
 
@@ -220,12 +232,22 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
       resolve({ value: toEvent(change, false, true), done: false });
       return;
     }
+    const slot = byKey === undefined ? undefined : slotOf(change);
+    if (slot !== undefined) {
+      const waitingChange = byKey!.get(slot);
+      if (waitingChange !== undefined) {
+        waitingChange.value = change.value;
+        waitingChange.position = change.position;
+        return;
+      }
+    }
     if (live.length >= request.maxBuffered) {
       failure = () => new IqgateError('SUBSCRIPTION_OVERFLOW', `More than ${request.maxBuffered} events were waiting for this subscriber.`);
       stop();
       return;
     }
     live.push(change);
+    if (slot !== undefined) byKey!.set(slot, change);
   }
 
   async function pull(): Promise<IteratorResult<ChangeEvent>> {
@@ -242,6 +264,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
       }
     }
     const change = live.shift();
+    if (change !== undefined && byKey !== undefined) byKey.delete(slotOf(change));
     if (change !== undefined) return { value: toEvent(change, false, true), done: false };
     if (failure !== undefined) {
       const error = failure();
@@ -267,6 +290,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     async return(): Promise<IteratorResult<ChangeEvent>> {
       stop();
       live.length = 0;
+      byKey?.clear();
       waiting?.({ value: undefined, done: true });
       waiting = undefined;
       failWaiting = undefined;
