@@ -1,27 +1,37 @@
 /**
- * Live change feeds of a key set, a range or a prefix, from the store partitions hosted here:
- * committed changes (emitted after each store commit) or uncommitted ones (as the record cache
- * flushes). Events of one partition arrive in the order the store emits them; partitions
- * interleave. A resume Position skips every event at or below it, so a client that reconnects
- * with the last `resumeAfter` it saw gets no duplicates.
+ * Live change feeds of a key set, a range or a prefix, from the store partitions hosted here.
+ * Each feed follows one read view (StoreChangeEvent):
+ * - committed: the changes of each store commit, after it completed;
+ * - uncommitted: every change of what an uncommitted read returns — each write as it lands in
+ *   the record cache, and each rollback (abort, failed commit, rewind, close) as one event per
+ *   dropped key with the value now visible (the committed value, or null when absent), at the
+ *   Position the store went back to. Applying the events in order gives what an uncommitted
+ *   read of the selection returns.
+ * Events of one partition arrive in the order the store emits them; partitions interleave. On a
+ * committed feed a resume Position skips every event at or below it, so a client that
+ * reconnects with the last `resumeAfter` it saw gets no duplicates.
  *
  * Without `initial`, changes made while no stream was open are not replayed (that needs the
  * changelog, which query/ does not read). With `initial`, the stream first lists the current
  * state (initial-snapshot.ts), read from views taken in the same tick as the store listeners,
  * so nothing falls between the state and the live events: every partition's initial entries,
- * then the live events (those buffered meanwhile first). A live event whose position the
- * partition's view already dominates is in the view and is skipped; a change in flight while
- * the views were taken may still arrive once more, with the value the view held or a newer one.
- * With `after` as well, only the partitions whose view position `after` does not dominate
- * (something changed since) are listed again: that makes a resume gap-free.
+ * then the live events (those buffered meanwhile first). On a committed feed, a live event
+ * whose position the partition's view already dominates is in the view and is skipped; a change
+ * in flight while the views were taken may still arrive once more, with the value the view held
+ * or a newer one. With `after` as well, only the partitions whose view position `after` does
+ * not dominate (something changed since) are listed again: that makes a resume gap-free.
  *
  * `resumeAfter` only ever covers events delivered to the consumer: a partition's view position
  * joins it with the partition's last initial entry, a live event's position when the event is
  * handed out (not when it is buffered behind initial entries still to come).
  *
- * Positions cannot tell an aborted uncommitted write from its reprocessing at the same offsets:
- * on an uncommitted feed, what a view listed (or `after` covered) and was then aborted is not
- * corrected by the reprocessed writes, which are skipped as seen. Committed feeds are exact.
+ * Uncommitted Positions move backwards at a rollback, and the reprocessing that follows writes
+ * at offsets already seen, so on an uncommitted feed a Position proves nothing about what the
+ * client holds: the store emits its uncommitted events synchronously, at the write, and the
+ * stream subscribes in the tick it takes its views, so every live event is a change made after
+ * the views and none is skipped; and with `after` and `initial`, every partition is listed again
+ * (a rolled-back partition's view position may be below `after` while its state differs from
+ * what the client saw). `after` only seeds `resumeAfter` there.
  *
  * The stream never goes silent for good: when one of its partitions closes here (a rebalance
  * moved it away, the instance stops), it hands out the partition's events up to the close and
@@ -66,7 +76,10 @@ export interface ChangeEvent {
   readonly committed: boolean;
   /** True for an entry of the initial state, false for a live change. */
   readonly initial: boolean;
-  /** The partition's position after the change's commit (or flush); for an initial entry, its view's. */
+  /**
+   * The partition's position after the change's commit (uncommitted: after the write; for a
+   * rollback, the position it went back to); for an initial entry, its view's.
+   */
   readonly position: Position;
   /** Every position delivered on this stream so far merged (with `after`): pass it to resume. */
   readonly resumeAfter: Position;
@@ -75,9 +88,10 @@ export interface ChangeEvent {
 /** A change waiting to be handed out; its resumeAfter is computed then. */
 interface Pending {
   readonly key: Bytes;
-  readonly value: Bytes | null;
+  /** Mutable on an uncommitted feed: a newer change of the key replaces a buffered one. */
+  value: Bytes | null;
   readonly partition: number;
-  readonly position: Position;
+  position: Position;
 }
 
 /**
@@ -107,11 +121,20 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   }
   const matches = matcher(selector, keySet);
   const kind = request.readCommitted ? 'committed' : 'uncommitted';
-  const after = request.after?.copy();
+  // Positions filter committed feeds only (see the module comment).
+  const after = request.readCommitted ? request.after?.copy() : undefined;
   let merged = request.after?.copy();
   let snapshot: InitialSnapshot | undefined;
 
   const live: Pending[] = [];
+  /**
+   * Uncommitted feeds: the buffered change of each partition and key. A newer change of a key
+   * whose change still waits replaces its value and Position in place (the record cache dedupes
+   * a key's writes the same way), so a slow reader gets every key's latest value, not each
+   * write, and the buffer bound counts keys waiting. Committed feeds buffer every change.
+   */
+  const byKey = request.readCommitted ? undefined : new Map<string, Pending>();
+  const slotOf = (change: Pending): string => `${change.partition}:${change.key.toString('latin1')}`;
   let waiting: ((result: IteratorResult<ChangeEvent>) => void) | undefined;
   let failWaiting: ((error: unknown) => void) | undefined;
   /** How the stream ends once its buffered events are out; built then (a close's resumeAfter covers them). */
@@ -124,18 +147,18 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   const listen = (partition: (typeof hosted)[number]): (() => void) =>
     partition.subscribe(
       (event: StoreChangeEvent) => {
-        if (ended || event.kind !== kind) return;
+        if (ended) return;
         if (after !== undefined && after.dominates(event.position)) return;
         // Already in the partition's initial view (an uncommitted view holds the dirty cache
         // entries a later flush emits; a committed one may hold a commit not yet completed).
-        const viewed = snapshot?.positions.get(partition.partition);
+        const viewed = request.readCommitted ? snapshot?.positions.get(partition.partition) : undefined;
         if (viewed !== undefined && viewed.dominates(event.position)) return;
         const position = event.position.copy();
         for (const change of event.changes) {
           if (matches(change.key)) deliver({ key: change.key, value: change.value, partition: partition.partition, position });
         }
       },
-      { onClose: (reason) => endWith(() => closedError(reason, partition.partition)) },
+      { kind, onClose: (reason) => endWith(() => closedError(reason, partition.partition)) },
     );
   try {
     for (const partition of hosted) unsubscribes.push(listen(partition));
@@ -178,7 +201,10 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     ended = true;
     for (const unsubscribe of unsubscribes) unsubscribe();
     // Live events behind an unfinished initial listing would read as if the listing were complete.
-    if (listing) live.length = 0;
+    if (listing) {
+      live.length = 0;
+      byKey?.clear();
+    }
     if (snapshot !== undefined) closing = snapshot.close().catch((error: unknown) => process.emitWarning(asError(error)));
   };
 
@@ -206,12 +232,22 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
       resolve({ value: toEvent(change, false, true), done: false });
       return;
     }
+    const slot = byKey === undefined ? undefined : slotOf(change);
+    if (slot !== undefined) {
+      const waitingChange = byKey!.get(slot);
+      if (waitingChange !== undefined) {
+        waitingChange.value = change.value;
+        waitingChange.position = change.position;
+        return;
+      }
+    }
     if (live.length >= request.maxBuffered) {
       failure = () => new IqgateError('SUBSCRIPTION_OVERFLOW', `More than ${request.maxBuffered} events were waiting for this subscriber.`);
       stop();
       return;
     }
     live.push(change);
+    if (slot !== undefined) byKey!.set(slot, change);
   }
 
   async function pull(): Promise<IteratorResult<ChangeEvent>> {
@@ -228,6 +264,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
       }
     }
     const change = live.shift();
+    if (change !== undefined && byKey !== undefined) byKey.delete(slotOf(change));
     if (change !== undefined) return { value: toEvent(change, false, true), done: false };
     if (failure !== undefined) {
       const error = failure();
@@ -253,6 +290,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     async return(): Promise<IteratorResult<ChangeEvent>> {
       stop();
       live.length = 0;
+      byKey?.clear();
       waiting?.({ value: undefined, done: true });
       waiting = undefined;
       failWaiting = undefined;

@@ -11,6 +11,14 @@
  * snapshots before `write()` resolves (docs/leveldb-notes.md, Layout), so uncommitted
  * reads keep seeing it in memory, above the committed store. Several commits may be queued;
  * their layers are read newest first.
+ *
+ * Subscribers hear each view's changes (StoreChangeEvent): committed events when a commit or
+ * restore completes; uncommitted events when what an uncommitted read returns changes — at each
+ * write, and at each rollback, which reports every dropped key with the value now visible, so a
+ * feed that follows the uncommitted view converges to what an uncommitted read returns. (A
+ * cache flush moves entries from one uncommitted layer to the next: no read changes, no event.)
+ * The write path pays for uncommitted events only while a subscription wants them: one counter
+ * test per write otherwise.
  */
 import { IqgateError } from '../errors.js';
 import { Position } from './position.js';
@@ -29,6 +37,7 @@ import type {
   KeyValueStorePartition,
   ReadView,
   RecordSource,
+  StoreChangeEvent,
   StoreChangeListener,
   StoreSubscribeOptions,
 } from './types.js';
@@ -72,6 +81,8 @@ export class StorePartition implements KeyValueStorePartition {
   private readonly listeners = new Set<StoreChangeListener>();
   /** The onClose of each subscription that asked for one, by its (wrapped) listener. */
   private readonly closeListeners = new Map<StoreChangeListener, (reason: IqgateError) => void>();
+  /** Subscriptions that receive uncommitted events: while 0, writes and rollbacks emit nothing. */
+  private uncommittedListeners = 0;
   private closed = false;
   private readonly cache: RecordCache;
   private readonly budget: UncommittedBudget;
@@ -147,6 +158,10 @@ export class StorePartition implements KeyValueStorePartition {
   private write(key: Bytes, value: Bytes | null, source: RecordSource): void {
     this.uncommittedPos.advance(source.topic, source.partition, source.offset);
     this.cache.putDirty(this.named, toInternalKey(key), key, value, source);
+    // Visible to uncommitted reads from now on (the cache is their top layer).
+    if (this.uncommittedListeners !== 0) {
+      this.emit({ kind: 'uncommitted', changes: [{ key, value }], position: this.uncommittedPos.copy() });
+    }
     this.budget.check();
   }
 
@@ -167,9 +182,6 @@ export class StorePartition implements KeyValueStorePartition {
       };
     }
     this.budget.add(delta);
-    if (this.listeners.size > 0) {
-      this.emit({ kind: 'uncommitted', changes, position: this.uncommittedPos.copy() });
-    }
     this.context.emitFlush(changes);
   }
 
@@ -201,11 +213,20 @@ export class StorePartition implements KeyValueStorePartition {
   subscribe(listener: StoreChangeListener, options: StoreSubscribeOptions = {}): () => void {
     this.checkOpen();
     // Wrapped so that subscribing the same function twice gives two subscriptions.
-    const wrapped: StoreChangeListener = (event) => listener(event);
+    const kind = options.kind;
+    const wrapped: StoreChangeListener =
+      kind === undefined
+        ? (event) => listener(event)
+        : (event) => {
+            if (event.kind === kind) listener(event);
+          };
+    const uncommitted = kind !== 'committed';
     this.listeners.add(wrapped);
+    if (uncommitted) this.uncommittedListeners++;
     if (options.onClose !== undefined) this.closeListeners.set(wrapped, options.onClose);
     return () => {
-      this.listeners.delete(wrapped);
+      // Once only: a second call, or one after close() cleared the listeners, changes nothing.
+      if (this.listeners.delete(wrapped) && uncommitted) this.uncommittedListeners--;
       this.closeListeners.delete(wrapped);
     };
   }
@@ -222,7 +243,7 @@ export class StorePartition implements KeyValueStorePartition {
    * EventTarget does, one listener's exception neither stops the others nor reaches the
    * emitter; it is reported as a process warning.
    */
-  private emit(event: Parameters<StoreChangeListener>[0]): void {
+  private emit(event: StoreChangeEvent): void {
     for (const listener of this.listeners) {
       try {
         listener(event);
@@ -291,6 +312,8 @@ export class StorePartition implements KeyValueStorePartition {
         if (index >= 0) this.committing.splice(index, 1);
         this.budget.add(-batch.bytes);
         if (this.committing.length === 0) this.uncommittedPos = this.committedPos.copy();
+        // Its writes were readable as the `committing` layer until now.
+        if (this.uncommittedListeners !== 0 && batch.size > 0) this.emitRollback(batch.entries());
       },
     };
   }
@@ -314,19 +337,67 @@ export class StorePartition implements KeyValueStorePartition {
         if (this.listeners.size > 0) {
           this.emit({ kind: 'committed', changes: [...changes], position: restoredPos.copy() });
         }
+        if (this.uncommittedListeners !== 0) {
+          // Uncommitted reads see a restored key unless an uncommitted write hides it.
+          const visible = changes.filter((change) => this.uncommittedValue(toInternalKey(change.key)) === undefined);
+          if (visible.length > 0) this.emit({ kind: 'uncommitted', changes: visible, position: this.uncommittedPos.copy() });
+        }
       },
       fail: () => {},
       setChangelogOffset: () => {},
     };
   }
 
-  /** Drops everything uncommitted (abort, close): cache entries, write batch, uncommitted Position. */
+  /**
+   * Drops everything uncommitted (abort, close): cache entries, write batch, uncommitted Position.
+   * Subscribers of the uncommitted view hear each dropped key with the value now visible.
+   */
   dropUncommitted(): void {
+    const dirty = this.named.dirty;
+    const batch = this.batch;
     this.cache.drop(this.named);
     this.budget.add(-this.batch.bytes);
     this.batch = new WriteBatch();
     // With commits in flight, the newest one's position is where the store will be once they land.
     this.uncommittedPos = (this.committing.at(-1)?.position ?? this.committedPos).copy();
+    if (this.uncommittedListeners !== 0 && dirty.size + batch.size > 0) {
+      // drop() left `dirty` to us (the cache starts a new one); a key in both layers once.
+      this.emitRollback(dirty.size === 0 ? batch.entries() : batch.size === 0 ? dirty.entries() : new Map([...batch.entries(), ...dirty.entries()]).entries());
+    }
+  }
+
+  /**
+   * What an uncommitted read of the (internal) key finds in the memory layers above the
+   * committed store: a value, null for a tombstone, undefined when none of them knows the key.
+   */
+  private uncommittedValue(key: string): Bytes | null | undefined {
+    let value = this.named.dirty.get(key);
+    if (value === undefined) value = this.batch.get(key);
+    for (let i = this.committing.length - 1; value === undefined && i >= 0; i--) value = this.committing[i]!.batch.get(key);
+    return value;
+  }
+
+  /**
+   * A rollback event: each dropped key (internal form, from the dropped layers' entries) with
+   * what an uncommitted read returns now — a remaining layer's value, else the committed one,
+   * null when absent — at the Position the store went back to.
+   */
+  private emitRollback(dropped: Iterable<[string, unknown]>): void {
+    const changes: Change[] = [];
+    try {
+      for (const [key] of dropped) {
+        const bytes = fromInternalKey(key);
+        const value = this.uncommittedValue(key);
+        changes.push({ key: bytes, value: value === undefined ? (this.context.keyspace.getSync(bytes) ?? null) : value });
+      }
+    } catch (error) {
+      // The rollback itself is done and must not fail for its subscribers (a store read failing
+      // here fails the next query too): reported as emit() reports a throwing listener.
+      process.emitWarning(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    const position = (this.committing.at(-1)?.position ?? this.committedPos).copy();
+    this.emit({ kind: 'uncommitted', changes, position, rolledBack: true });
   }
 
   /**
@@ -339,6 +410,7 @@ export class StorePartition implements KeyValueStorePartition {
     this.dropUncommitted();
     this.closed = true;
     this.listeners.clear();
+    this.uncommittedListeners = 0;
     this.emitClose(reason);
   }
 }

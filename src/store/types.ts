@@ -73,14 +73,37 @@ export interface ReadView {
   close(): Promise<void>;
 }
 
-/** What a store partition tells its subscribers. */
+/**
+ * What a store partition tells its subscribers. Each kind follows one read view:
+ * - `committed`: after each store commit (or restore), the changes it made durable, at the new
+ *   committed Position — what `readCommitted: true` reads.
+ * - `uncommitted`: whenever what `readCommitted: false` reads changes — a write (put or delete,
+ *   at the moment it lands in the record cache, with the uncommitted Position after it), a
+ *   restore (keys no uncommitted write hides), and a rollback (`rolledBack: true`): when
+ *   uncommitted writes are dropped (abort, failed or abandoned commit, close), one change per
+ *   dropped key with the value now visible (the committed one, or null for absent), at the
+ *   Position the store went back to (the committed one, or the newest commit still in flight).
+ */
 export type StoreChangeEvent =
-  | { readonly kind: 'uncommitted'; readonly changes: readonly Change[]; readonly position: Position }
+  | {
+      readonly kind: 'uncommitted';
+      readonly changes: readonly Change[];
+      readonly position: Position;
+      /** A rollback: the position went back, and the changes undo writes reported before. */
+      readonly rolledBack?: boolean;
+    }
   | { readonly kind: 'committed'; readonly changes: readonly Change[]; readonly position: Position };
+
+export type StoreChangeKind = StoreChangeEvent['kind'];
 
 export type StoreChangeListener = (event: StoreChangeEvent) => void;
 
 export interface StoreSubscribeOptions {
+  /**
+   * Only this kind of event. Default: both. Uncommitted events cost the write path an event per
+   * write while at least one subscription wants them, so a committed-only subscriber says so.
+   */
+  readonly kind?: StoreChangeKind;
   /**
    * Called once, after the subscription's last event, when the partition closes under it (the
    * listener is dropped with it): `reason` is what its closer gave — PARTITION_REVOKED when a
@@ -106,8 +129,8 @@ export interface KeyValueStorePartition {
   committedPosition(): Position;
   uncommittedPosition(): Position;
   /**
-   * Committed events are emitted after each store commit; uncommitted ones as writes are
-   * flushed. Listeners run synchronously; one that throws is reported (a process warning) and
+   * Committed events are emitted after each store commit; uncommitted ones whenever the
+   * uncommitted view changes (StoreChangeEvent). Listeners run synchronously; one that throws is reported (a process warning) and
    * affects neither the other listeners nor the write or commit that emitted the event.
    */
   subscribe(listener: StoreChangeListener, options?: StoreSubscribeOptions): () => void;

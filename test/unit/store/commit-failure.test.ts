@@ -90,5 +90,38 @@ for (const [name, open] of Object.entries(engines)) {
       await view.close();
       expect(task.changelogOffsets()).toEqual({ counts: 5 });
     });
+
+    it('tells uncommitted subscribers that every write of the failed and the queued commits is gone, with what is readable now', async () => {
+      const committed = new FailingCommittedStore(await open());
+      const engine: StoreEngine = new LayeredStoreEngine(committed, resolveStoreOptions());
+      cleanups.push(() => engine.close());
+      const task = await engine.openTask('task-0', [{ name: 'counts', partition: 0 }]);
+      const store = task.store('counts');
+      store.put(b('a'), b('1'), source(1));
+      await task.commit({ counts: 1 });
+      const shown = new Map<string, string | null>([['a', '1']]);
+      const rollbackPositions: unknown[] = [];
+      store.subscribe(
+        (event) => {
+          for (const change of event.changes) shown.set(change.key.toString(), change.value?.toString() ?? null);
+          if (event.kind === 'uncommitted' && event.rolledBack === true) rollbackPositions.push(event.position.toJSON());
+        },
+        { kind: 'uncommitted' },
+      );
+
+      committed.failNext = true;
+      store.put(b('a'), b('2'), source(2));
+      const failing = task.commit({ counts: 2 });
+      store.put(b('b'), b('3'), source(3));
+      const queued = task.commit({ counts: 3 });
+      store.put(b('c'), b('4'), source(4)); // still in the cache when the failure drops it
+      expect(Object.fromEntries(shown)).toEqual({ a: '2', b: '3', c: '4' });
+      await Promise.allSettled([failing, queued]);
+
+      expect(Object.fromEntries(shown)).toEqual({ a: '1', b: null, c: null });
+      for (const key of ['a', 'b', 'c']) expect(store.get(b(key))?.toString() ?? null).toBe(shown.get(key));
+      // The last one goes back to the committed Position (earlier ones to the newest commit still in flight then).
+      expect(rollbackPositions.at(-1)).toEqual({ input: { '0': 1 } });
+    });
   });
 }

@@ -45,36 +45,35 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
       expect(fx.task.changelogOffsets()).toEqual({ counts: 7, other: 3 });
     });
 
-    it('subscribers get uncommitted events on flush and committed events after the commit', async () => {
+    it('subscribers get an uncommitted event at each write, none at the flush, and committed events after the commit', async () => {
       const store = fx.task.store('counts');
       const events: StoreChangeEvent[] = [];
       const unsubscribe = store.subscribe((event) => events.push(event));
       expect(store.listenerCount()).toBe(1);
+      const shown = (event: StoreChangeEvent): unknown => [event.kind, event.changes.map((c) => [c.key.toString(), c.value?.toString() ?? null]), event.position.toJSON()];
       store.put(b('a'), b('1'), source(1));
       store.put(b('a'), b('2'), source(2));
       store.delete(b('b'), source(3));
-      expect(events).toEqual([]);
+      expect(events.map(shown)).toEqual([
+        ['uncommitted', [['a', '1']], { input: { '0': 1 } }],
+        ['uncommitted', [['a', '2']], { input: { '0': 2 } }],
+        ['uncommitted', [['b', null]], { input: { '0': 3 } }],
+      ]);
       fx.task.flush();
-      expect(events).toHaveLength(1);
-      expect(events[0]!.kind).toBe('uncommitted');
-      expect(events[0]!.changes.map((c) => [c.key.toString(), c.value?.toString() ?? null])).toEqual([
-        ['a', '2'],
-        ['b', null],
-      ]);
-      expect(events[0]!.position.toJSON()).toEqual({ input: { '0': 3 } });
+      expect(events).toHaveLength(3);
       await fx.task.commit({});
-      expect(events).toHaveLength(2);
-      expect(events[1]!.kind).toBe('committed');
-      expect(events[1]!.changes.map((c) => [c.key.toString(), c.value?.toString() ?? null])).toEqual([
+      expect(events).toHaveLength(4);
+      expect(events[3]!.kind).toBe('committed');
+      expect(events[3]!.changes.map((c) => [c.key.toString(), c.value?.toString() ?? null])).toEqual([
         ['a', '2'],
         ['b', null],
       ]);
-      expect(events[1]!.position.equals(store.committedPosition())).toBe(true);
+      expect(events[3]!.position.equals(store.committedPosition())).toBe(true);
       unsubscribe();
       expect(store.listenerCount()).toBe(0);
       store.put(b('c'), b('1'), source(4));
       await fx.task.commit({});
-      expect(events).toHaveLength(2);
+      expect(events).toHaveLength(4);
     });
 
     it('a subscriber that throws breaks neither the flush nor the commit, nor the other subscribers', async () => {

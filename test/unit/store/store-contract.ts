@@ -6,11 +6,13 @@
 import { describe } from 'vitest';
 import { describeLifecycleContract } from './store-contract-lifecycle.js';
 import { describeReadContract } from './store-contract-reads.js';
+import { describeUncommittedEventsContract } from './store-contract-uncommitted-events.js';
 import type { HarnessFactory } from './store-harness.js';
 
 export function describeStoreContract(name: string, factory: HarnessFactory): void {
   describe(`store contract: ${name}`, () => {
     describeReadContract(factory);
     describeLifecycleContract(factory);
+    describeUncommittedEventsContract(factory);
   });
 }
