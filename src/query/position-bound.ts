@@ -22,10 +22,10 @@ export function isPermitted(position: Position, bound: Position, partition: numb
 
 /**
  * Resolves true as soon as the partition's committed (or uncommitted) position satisfies the
- * bound, false after `timeoutMs`. Driven by the store's change events rather than polling:
- * every commit and every flush re-checks, so a waiting reader is released in the same tick as
- * the commit that satisfies it. An uncommitted position that advances without a flush is only
- * seen at the next flush or at the deadline (the final check).
+ * bound, false after `timeoutMs`, or as it stands when the partition closes under the wait.
+ * Driven by the store's change events of that view rather than polling: a committed wait
+ * re-checks at every commit, an uncommitted one at every write and rollback, so a waiting
+ * reader is released in the same tick as the change that satisfies it.
  */
 export function waitForBound(
   store: KeyValueStorePartition,
@@ -49,9 +49,12 @@ export function waitForBound(
       resolve(ok);
     };
     const onAbort = (): void => finish(false);
+    // Only the events of the view the bound is about (uncommitted ones cost the write path), and
+    // a partition that closes under the wait (revoked, shutting down) answers at once: its
+    // Position cannot move any more on this instance.
     const unsubscribe = store.subscribe(() => {
       if (satisfied()) finish(true);
-    });
+    }, { kind: readCommitted ? 'committed' : 'uncommitted', onClose: () => finish(satisfied()) });
     const timer = setTimeout(() => finish(satisfied()), timeoutMs);
     signal?.addEventListener('abort', onAbort, { once: true });
   });

@@ -4,11 +4,11 @@
 // `initial: true`, so every (re)subscription starts from the current state of that view and
 // nothing is shown in the committed column that the server did not serve as committed.
 //
-// The uncommitted column also reads the uncommitted view of the keys in sight twice a second
-// (`getMany`/`range` with readCommitted: false). Its subscription reports writes when the record
-// cache flushes them, which is at the commit point: writes processed since then, and a
-// transaction rolled back after its writes were flushed (its keys return to their committed
-// values without a change event), are seen only by reading. The committed column is fed by its
+// The uncommitted subscription follows the uncommitted view: an event per write as it is
+// processed, and, when a transaction is rolled back, an event per dropped key with the value now
+// visible (docs/engine.md, "What the change feeds deliver"). The column also reads the
+// uncommitted view of the keys in sight twice a second (`getMany`/`range` with readCommitted:
+// false), which re-syncs it after a resubscription gap. The committed column is fed by its
 // subscription alone: committed changes are exact and never roll back.
 import { describeErrors, errorCode, query, subscribe } from './graphql-client.js';
 
