@@ -3,6 +3,7 @@
  * the expected balances from (seed, count, shape) alone. Branch ids are the record keys.
  */
 import type { OpenEvent, TransferEvent } from './bank-events.js';
+import { rng } from '../seeded-random.js';
 
 export interface BankShape {
   /** Default 4. */
@@ -44,18 +45,6 @@ export function openingEvents(shape: BankShape): Array<[string, OpenEvent]> {
   });
 }
 
-/** xorshift32 seeded per transfer: tiny, fast, reproducible. */
-function rng(seed: number): () => number {
-  let x = (seed >>> 0) || 0x9e3779b9;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 0x100000000;
-  };
-}
 
 /**
  * Transfer `index`: a branch, two distinct accounts, an amount up to a fifth of an opening

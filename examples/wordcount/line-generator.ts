@@ -6,6 +6,7 @@
 // Before kafkajs: read_committed must not see aborted records (see the module's comment).
 import '../../src/kafka/kafkajs-patches.js';
 import { Kafka, logLevel } from 'kafkajs';
+import { rng } from '../seeded-random.js';
 
 const VOCABULARY = [
   'kafka', 'stream', 'state', 'store', 'commit', 'offset', 'task', 'partition', 'record', 'topic',
@@ -13,18 +14,6 @@ const VOCABULARY = [
   'fence', 'zombie', 'rebalance', 'position', 'bound', 'range', 'prefix', 'key', 'value', 'count',
 ];
 
-/** xorshift32: tiny, fast, reproducible. */
-function rng(seed: number): () => number {
-  let x = (seed >>> 0) || 0x9e3779b9;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 0x100000000;
-  };
-}
 
 export function makeLine(seed: number, index: number, wordsPerLine = 8): string {
   const next = rng((seed * 1_000_003 + index * 7919 + 1) >>> 0);
