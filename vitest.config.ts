@@ -1,4 +1,15 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+
+// The package's own name, as application modules and fixtures import it, resolves to the
+// sources here (package.json's exports point at dist/, which a fresh clone has not built;
+// tsconfig.json's paths do the same for tsc and tsx).
+const resolve = {
+  alias: [
+    { find: /^iqgate$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+    { find: /^iqgate\/app$/, replacement: fileURLToPath(new URL('./src/app.ts', import.meta.url)) },
+  ],
+};
 
 // Two projects: `unit` is fast and never touches the network; `integration` runs against
 // the real Kafka broker that test/integration/global-setup.ts starts (unless KAFKA_BROKERS
@@ -7,6 +18,7 @@ export default defineConfig({
   test: {
     projects: [
       {
+        resolve,
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
@@ -17,6 +29,7 @@ export default defineConfig({
         },
       },
       {
+        resolve,
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
