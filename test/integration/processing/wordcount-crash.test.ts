@@ -39,11 +39,16 @@ function storeTasksOpened(logs: readonly ChildLog[]): number {
   return new Set(logs.filter((l) => l.msg === 'task running' && l.replayed !== undefined && Object.keys(l.replayed).length > 0).map((l) => l.taskId)).size;
 }
 
+/**
+ * Changelog records replayed into the stores, from each store's 'restore finished' line: logged
+ * in the same turn as the restore's last write, so a run killed later in that task's opening
+ * (before its 'task running' line) still counts what it replayed — the next run finds that tail
+ * already in the store and replays nothing.
+ */
 function replayedOf(logs: readonly ChildLog[]): number {
   let total = 0;
   for (const log of logs) {
-    if (log.msg !== 'task running' || log.replayed === undefined) continue;
-    for (const n of Object.values(log.replayed)) total += n;
+    if (log.msg === 'restore finished' && typeof log.restored === 'number') total += log.restored;
   }
   return total;
 }
