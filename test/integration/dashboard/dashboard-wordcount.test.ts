@@ -18,7 +18,7 @@ import { buildWordcountTopology } from '../../../examples/wordcount/wordcount-to
 import { createRuntime, type Runtime } from '../../../src/runtime/runtime.js';
 import { serve, type Serving } from '../../../src/serve.js';
 import { postGraphQL } from '../../support/graphql.js';
-import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 import { connectionState, displayed, explorerState, launchChromium, openDashboard, seen } from './dashboard-browser.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-dashboard-'));
@@ -32,7 +32,7 @@ beforeAll(async () => {
   const inputTopic = uniqueName('dash-lines');
   const admin = testKafka().admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: inputTopic, numPartitions: 4 }], waitForLeaders: true });
+  await createTopicsRetrying(admin, [{ topic: inputTopic, numPartitions: 4 }]);
   await admin.disconnect();
   runtime = await runWordcount({ applicationId: uniqueName('dash-wc'), brokers: kafkaBrokers(), stateDir, inputTopic, outputTopic: uniqueName('dash-counts'), logLevel: 'silent' });
   cleanups.push(() => runtime.stop());
@@ -156,7 +156,7 @@ describe('the dashboard page on the wordcount example', () => {
     const kafka = testKafka();
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic: inputTopic, numPartitions: 2 }], waitForLeaders: true });
+    await createTopicsRetrying(admin, [{ topic: inputTopic, numPartitions: 2 }]);
     await admin.disconnect();
     const lateDir = mkdtempSync(join(tmpdir(), 'iqgate-dashboard-late-'));
     cleanups.push(async () => rmSync(lateDir, { recursive: true, force: true }));

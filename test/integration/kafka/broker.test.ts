@@ -5,7 +5,7 @@
  * transactionalId. These are facts about Kafka + kafkajs 2.2.4, checked on the real thing.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { kafkajs, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkajs, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 
 const kafka = testKafka();
 const admin = kafka.admin();
@@ -19,7 +19,7 @@ afterAll(async () => {
 async function createTopic(partitions: number): Promise<string> {
   const topic = uniqueName('topic');
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  await createTopicsRetrying(admin, [{ topic, numPartitions: partitions }]);
   return topic;
 }
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime, serdes, serve, StreamsBuilder, type Runtime, type Serving } from '../../../src/index.js';
 import { postGraphQL } from '../../support/graphql.js';
-import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-embed-'));
 const cleanups: Array<() => Promise<void>> = [];
@@ -27,7 +27,7 @@ describe('iqgate embedded through its public API', () => {
     const admin = kafka.admin();
     await admin.connect();
     cleanups.push(() => admin.disconnect());
-    await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+    await createTopicsRetrying(admin, [{ topic, numPartitions: 3 }]);
 
     // Three versions of 30 accounts, then delete every fifth one.
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });

@@ -12,7 +12,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { KafkaAdmin } from '../../../src/kafka/kafka-admin.js';
 import { createKafka } from '../../../src/kafka/kafka-client.js';
 import { postGraphQL } from '../../support/graphql.js';
-import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 import { startMain, type MainProcess } from './main-process.js';
 
 const root = mkdtempSync(join(tmpdir(), 'iqgate-main-dirs-'));
@@ -27,7 +27,7 @@ async function createTopics(topics: Array<{ topic: string; numPartitions: number
   const admin = testKafka().admin();
   await admin.connect();
   try {
-    await admin.createTopics({ waitForLeaders: true, topics });
+    await createTopicsRetrying(admin, topics);
   } finally {
     await admin.disconnect();
   }

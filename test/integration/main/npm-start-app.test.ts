@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postGraphQL } from '../../support/graphql.js';
-import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 import { startMain, type MainProcess } from './main-process.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-main-app-'));
@@ -28,7 +28,7 @@ describe('npm start with IQGATE_APP', () => {
     const kafka = testKafka();
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3 }] });
+    await createTopicsRetrying(admin, [{ topic, numPartitions: 3 }]);
     await admin.disconnect();
 
     main = startMain({

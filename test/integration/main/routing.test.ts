@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime, serdes, serve, StreamsBuilder, type Runtime, type Serving } from '../../../src/index.js';
 import { postGraphQL } from '../../support/graphql.js';
-import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 
 const dirs: string[] = [];
 const cleanups: Array<() => Promise<void>> = [];
@@ -62,7 +62,7 @@ describe('routing queries between two instances of one application', () => {
     const admin = kafka.admin();
     await admin.connect();
     cleanups.push(() => admin.disconnect());
-    await admin.createTopics({ topics: [{ topic, numPartitions: 4 }], waitForLeaders: true });
+    await createTopicsRetrying(admin, [{ topic, numPartitions: 4 }]);
 
     const keys = Array.from({ length: 40 }, (_, i) => `item-${String(i).padStart(2, '0')}`);
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });

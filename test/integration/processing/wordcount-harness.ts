@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { kafkajs, testKafka as supportKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkajs, testKafka as supportKafka, uniqueName, waitFor } from '../../support/kafka.js';
 import { makeLine, wordsOf } from '../../../examples/wordcount/index.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { Runtime } from '../../../src/runtime/runtime.js';
@@ -31,15 +31,7 @@ export function until(what: string, predicate: () => boolean | Promise<boolean>,
  * (seen in CI): ask again, a few times.
  */
 export async function createTopics(admin: Admin, topics: readonly string[], partitions: number): Promise<void> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions })) });
-      return;
-    } catch (error) {
-      if ((error as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION' || attempt >= 10) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
-    }
-  }
+  await createTopicsRetrying(admin, topics.map((topic) => ({ topic, numPartitions: partitions })));
 }
 
 export interface WordcountSuite {

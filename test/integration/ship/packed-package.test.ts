@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postGraphQL } from '../../support/graphql.js';
-import { kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 import { shipEnv } from './ship-env.js';
 
 const root = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
@@ -73,7 +73,7 @@ async function createTopicWithAccounts(topic: string): Promise<void> {
   const kafka = testKafka();
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
+  await createTopicsRetrying(admin, [{ topic, numPartitions: 2 }]);
   await admin.disconnect();
   const producer = kafka.producer();
   await producer.connect();

@@ -15,7 +15,7 @@ import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
 import { changelogTopic } from '../../../src/processing/topic-names.js';
 import { createRuntime } from '../../../src/runtime/runtime.js';
 import { openLevelStoreEngine, serdes, type StoreEngine } from '../../../src/store/index.js';
-import { kafkaBrokers, testKafka, uniqueName } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName } from '../../support/kafka.js';
 
 const HOLDER = fileURLToPath(new URL('./fixtures/hold-state-dir.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -139,7 +139,7 @@ describe('a state directory that cannot be used', () => {
     const admin = testKafka().admin();
     await admin.connect();
     cleanups.push(() => admin.disconnect());
-    await admin.createTopics({ topics: [{ topic: input, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsRetrying(admin, [{ topic: input, numPartitions: 1 }]);
     const applicationId = uniqueName('state-dir-app');
     const builder = new StreamsBuilder();
     builder.table(input, { store: 'latest', key: serdes.string, value: serdes.string });
