@@ -23,6 +23,7 @@
  * Knobs: BENCH_LINES (100000), BENCH_CLIENTS (librdkafka,kafkajs), BENCH_LOG=info (progress).
  */
 import { Figures } from './figures.js';
+import { createTopicsRetrying } from '../scripts/kafka/create-topics.js';
 import '../src/kafka/kafkajs-patches.js';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -115,7 +116,7 @@ async function main(): Promise<void> {
   const figures = new Figures();
   const report = figures.report.bind(figures);
   try {
-    await admin.createTopics({ waitForLeaders: true, topics: [input, ...outputs].map((topic) => ({ topic, numPartitions: PARTITIONS })) });
+    await createTopicsRetrying(admin, [input, ...outputs].map((topic) => ({ topic, numPartitions: PARTITIONS })));
     await produceLines({ brokers: broker.brokers, topic: input, seed: 42, count: LINES, batchSize: 2000 });
     let totalWords = 0;
     for (let i = 0; i < LINES; i += 1) totalWords += wordsOf(makeLine(42, i)).length;

@@ -57,6 +57,7 @@
  * BENCH_LOG=info (progress on stderr).
  */
 import { Figures } from './figures.js';
+import { createTopicsRetrying } from '../scripts/kafka/create-topics.js';
 import '../src/kafka/kafkajs-patches.js';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -419,7 +420,7 @@ async function main(): Promise<void> {
   const figures = new Figures();
   const report = figures.report.bind(figures);
   try {
-    await admin.createTopics({ waitForLeaders: true, topics: [input, ...outputs].map((topic) => ({ topic, numPartitions: PARTITIONS })) });
+    await createTopicsRetrying(admin, [input, ...outputs].map((topic) => ({ topic, numPartitions: PARTITIONS })));
     log(`producing ${LINES} lines`);
     await produceLines({ brokers: broker.brokers, topic: input, seed: SEED, count: LINES, batchSize: 2000 });
     const counts = new Map<string, number>();

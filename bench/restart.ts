@@ -46,6 +46,7 @@ import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import type { StartupTimings } from '../src/runtime/runtime.js';
 import { Figures } from './figures.js';
+import { createTopicsRetrying } from '../scripts/kafka/create-topics.js';
 
 const { values: args } = parseArgs({ options: {
   entry: { type: 'string', default: 'dist/src/main.js' },
@@ -217,7 +218,7 @@ async function main(): Promise<void> {
   try {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] });
+    await createTopicsRetrying(admin, [{ topic: TOPIC, numPartitions: PARTITIONS }]);
     await admin.disconnect();
     let started = Date.now();
     await produceKeys(kafka);

@@ -19,9 +19,10 @@ export interface ListenOptions {
   readonly port: number;
   readonly host: string;
   /**
-   * Called as each request starts; the function it returns when the response is done. serve()
-   * tells the runtime, which processes in shorter slices while requests wait (item 6 of the
-   * engine issue: queries stay fast while processing runs flat out).
+   * Called as each request starts; the function it returns once the request no longer waits:
+   * when its response head is written (explicitly or by the first write) or the connection
+   * closes. A streamed response (SSE) stops waiting when it starts streaming. serve() tells the
+   * runtime, which lends the event loop to waiting requests (src/runtime/query-share.ts).
    */
   readonly onRequest?: () => () => void;
 }
@@ -30,6 +31,11 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions): P
   const onRequest = options.onRequest;
   const server = onRequest === undefined ? createServer(gateway) : createServer((request, response) => {
     const done = onRequest();
+    const writeHead = response.writeHead;
+    response.writeHead = function (this: typeof response, ...args: Parameters<typeof writeHead>) {
+      done();
+      return writeHead.apply(this, args);
+    } as typeof writeHead;
     response.once('close', done);
     void gateway(request, response);
   });

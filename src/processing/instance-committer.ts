@@ -27,6 +27,7 @@
  */
 import type { StreamProducerPort, TopicPartitionOffset } from './ports.js';
 import type { CommitStep, StreamTask, TaskCut, TaskLogger } from './stream-task.js';
+import type { ProcessingPacer } from './task-manager.js';
 
 export interface InstanceCommitOutcome {
   readonly tasks: number;
@@ -42,6 +43,8 @@ export interface InstanceCommitterDeps {
   /** The tasks that may have uncommitted work (the assigned ones). */
   readonly tasks: () => Iterable<StreamTask>;
   readonly clock: () => number;
+  /** Shares the event loop with waiting queries (TaskManagerDeps.pacer); the cycle's slices follow it. */
+  readonly pacer?: ProcessingPacer;
   readonly logger: TaskLogger;
   readonly onCommit?: (outcome: InstanceCommitOutcome) => void;
   readonly onCommitStep?: (step: CommitStep, taskId: string) => void;
@@ -51,7 +54,7 @@ export interface InstanceCommitterDeps {
   readonly onRewound: (tasks: readonly StreamTask[], error: unknown) => Promise<void>;
 }
 
-/** Longest synchronous stretch of a commit cycle (cutting tasks, producing their output) before it yields. */
+/** Longest synchronous stretch of a commit cycle (cutting tasks, producing their output) before it yields, unless a pacer says less. */
 const SLICE_MS = 5;
 /** Records handed to the producer in one call. */
 const PRODUCE_CHUNK = 500;
@@ -162,7 +165,8 @@ export class InstanceCommitter {
       // instant, and processing and queries run in between instead of waiting for the whole
       // instance's flush and produce.
       const offsets: TopicPartitionOffset[] = [];
-      let slice = clock();
+      const pacer = this.deps.pacer;
+      let sliceEnd = clock() + (pacer === undefined ? SLICE_MS : Math.min(SLICE_MS, pacer.budgetMs(clock())));
       for (const task of dirty) {
         const cut = task.cut();
         if (cut === null) continue;
@@ -170,9 +174,13 @@ export class InstanceCommitter {
         stepOf('after-flush', cut);
         for (let from = 0; from < cut.output.length; from += PRODUCE_CHUNK) {
           producer.produce(cut.output.length <= PRODUCE_CHUNK ? cut.output : cut.output.slice(from, from + PRODUCE_CHUNK));
-          if (clock() - slice >= SLICE_MS) {
+          if (clock() >= sliceEnd) {
             await yieldToIo();
-            slice = clock();
+            // While the pacer shares the event loop with waiting queries, go on in its windows only.
+            for (let now = clock(); pacer !== undefined && pacer.budgetMs(now) <= 0; now = clock()) {
+              await new Promise((resolve) => setTimeout(resolve, pacer.restMs(now)));
+            }
+            sliceEnd = clock() + (pacer === undefined ? SLICE_MS : Math.min(SLICE_MS, pacer.budgetMs(clock())));
           }
         }
         for (const offset of cut.offsets) offsets.push(offset);

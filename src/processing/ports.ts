@@ -78,6 +78,12 @@ export interface ConsumerHandlers {
    */
   readyForMore?(): boolean;
   /**
+   * The most records the next fetch should hand over at once (a hint; default: the adapter's
+   * batch size). Turning fetched records into JavaScript objects is one synchronous stretch on
+   * librdkafka, so the task manager asks for small batches while gateway requests wait.
+   */
+  maxRecordsPerFetch?(): number;
+  /**
    * Cooperative rebalancing (adapters whose consumer has `cooperative`): these partitions are
    * about to be taken away, the rest stay. The adapter gives them up only once the returned
    * promise settles, so the tasks can commit what they processed first (Kafka Streams'

@@ -29,6 +29,11 @@ export const processingOptionsSchema = z.object({
   maxBufferedRecordsPerTask: z.number().int().positive().default(1000),
   /** Longest synchronous processing slice before yielding to I/O, timers and queries. */
   processingSliceMs: z.number().positive().default(5),
+  /**
+   * The share of the event loop kept for gateway requests while any waits for its answer:
+   * processing then runs only in the first (1 − queryShare) of every 10 ms (0 turns it off).
+   */
+  queryShare: z.number().min(0).max(0.9).default(0.5),
   /** Control operations (task open/close, commits) running at once. */
   maxConcurrentControlOps: z.number().int().positive().default(64),
   deserializationErrors: errorPolicySchema.default('fail'),

@@ -70,11 +70,28 @@ export interface TaskManagerDeps {
   readonly events: TaskManagerEvents;
   readonly clock?: () => number;
   /**
-   * The processing slice to use now (ms), asked before each slice; default
-   * options.processingSliceMs. The runtime shortens it while queries are in flight, so that
-   * they wait behind less processing.
+   * When processing may run, asked before each slice and each consumer fetch; default: always,
+   * in slices of options.processingSliceMs. The runtime lends part of the event loop to gateway
+   * requests while they wait (src/runtime/query-share.ts).
    */
-  readonly sliceMs?: () => number;
+  readonly pacer?: ProcessingPacer;
+}
+
+/**
+ * Records per consumer fetch while the pacer shares the event loop: librdkafka hands 250 over in
+ * ~1.2 ms of the main thread (bench:query:busy: 250 kept queries at 0.70× idle and processing at
+ * 20–27k records/s; 100 starved processing, 500 made queries wait behind the hand-over).
+ */
+const SHARED_FETCH_RECORDS = 250;
+
+/** Paces the processing loop (see TaskManagerDeps.pacer). */
+export interface ProcessingPacer {
+  /** Whether processing now shares the event loop (its budget is cut into windows). */
+  sharing(): boolean;
+  /** How long processing may run from `now` (ms, the manager's clock); 0 when it must rest. */
+  budgetMs(now: number): number;
+  /** How long until processing may run again (ms, ≥ 1), asked when budgetMs() is 0. */
+  restMs(now: number): number;
 }
 
 export class TaskManager implements ConsumerHandlers {
@@ -130,6 +147,7 @@ export class TaskManager implements ConsumerHandlers {
       producer: streamProducer,
       tasks: () => this.tasks.values(),
       clock: this.clock,
+      ...(deps.pacer === undefined ? {} : { pacer: deps.pacer }),
       logger: deps.logger,
       onCommit: (outcome) => {
         for (const task of this.tasks.values()) this.recovery.resetAttempts(task.id);
@@ -228,12 +246,18 @@ export class TaskManager implements ConsumerHandlers {
    * exactly once it says "full".
    */
   readyForMore(): boolean {
+    // While the pacer rests, no new records either: handing them over (librdkafka) is processing too.
+    if (this.deps.pacer !== undefined && this.deps.pacer.budgetMs(this.clock()) <= 0) return false;
     const limit = this.deps.options.maxBufferedRecordsPerTask * Math.max(1, this.tasks.size);
     if (this.bufferedTotal < limit) return true;
     let total = 0;
     for (const task of this.tasks.values()) total += task.buffered();
     this.bufferedTotal = total;
     return total < limit;
+  }
+
+  maxRecordsPerFetch(): number {
+    return this.deps.pacer?.sharing() === true ? SHARED_FETCH_RECORDS : Infinity;
   }
 
   onRebalancing(): void {
@@ -366,6 +390,12 @@ export class TaskManager implements ConsumerHandlers {
     setImmediate(() => this.loop());
   }
 
+  /** The pacer said rest: the loop comes back after `ms` (new records do not bring it sooner). */
+  private restLoop(ms: number): void {
+    this.loopScheduled = true;
+    setTimeout(() => this.loop(), ms);
+  }
+
   /**
    * One slice: round-robin over tasks with buffered records until the slice budget is spent,
    * then yield (timers, I/O, queries run between slices). Committing tasks are skipped, not awaited.
@@ -374,7 +404,12 @@ export class TaskManager implements ConsumerHandlers {
     this.loopScheduled = false;
     if (this.stopping || this.failed || this.overBudgetAt !== null) return;
     const started = this.clock();
-    const deadline = started + (this.deps.sliceMs?.() ?? this.deps.options.processingSliceMs);
+    const budget = this.deps.pacer === undefined ? this.deps.options.processingSliceMs : this.deps.pacer.budgetMs(started);
+    if (budget <= 0) {
+      this.restLoop(this.deps.pacer!.restMs(started));
+      return;
+    }
+    const deadline = started + budget;
     let total = 0;
     let more = false;
     try {

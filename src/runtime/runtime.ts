@@ -30,14 +30,12 @@ import { prepareTopics, sourceTopicGroups } from './prepare-topics.js';
 import { ProcessingMetrics, type ProcessingMetricsSnapshot } from './processing-metrics.js';
 import { RuntimeMonitor } from './runtime-monitor.js';
 import { advertisedUrlSchema, parseRuntimeOptions, type RuntimeOptions, type RuntimeOptionsInput } from './runtime-options.js';
+import { QueryShare } from './query-share.js';
 import { StartupRetry } from './startup-retry.js';
 import { StoreLocator, type LocalStore, type TaskOwner } from './store-locator.js';
 
 export { sourceTopicGroups } from './prepare-topics.js';
 export type { LocalStore, TaskOwner } from './store-locator.js';
-
-/** The processing slice while gateway requests wait (Runtime.requestStarted). */
-const QUERY_SLICE_MS = 1;
 
 export type RuntimeState = 'CREATED' | 'STARTING' | 'RUNNING' | 'STOPPING' | 'STOPPED' | 'FAILED';
 
@@ -97,8 +95,8 @@ export class Runtime {
    */
   kafkaError: IqgateError | null = null;
   private advertised: string | undefined;
-  /** HTTP requests being answered (serve()): processing runs in short slices while any wait. */
-  private requestsInFlight = 0;
+  /** The event loop's split between waiting gateway requests (serve()) and processing. */
+  readonly queryShare: QueryShare;
   /**
    * Where this instance is in its group: JOINING until the first assignment, REBALANCING from
    * a rebalance's start (kafkajs' REBALANCING, or partitions revoked or lost) until its
@@ -117,6 +115,7 @@ export class Runtime {
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
+    this.queryShare = new QueryShare(this.options.queryShare, this.options.processingSliceMs);
     this.advertised = this.options.advertisedUrl;
     this.topology = config.topology;
     this.logger = (config.logger ?? pino({ level: this.options.logLevel })).child({ app: this.options.applicationId });
@@ -176,7 +175,7 @@ export class Runtime {
         ports,
         engine: this.engine,
         logger: this.logger.child({ component: 'tasks' }),
-        sliceMs: () => (this.requestsInFlight > 0 ? Math.min(QUERY_SLICE_MS, o.processingSliceMs) : o.processingSliceMs),
+        pacer: this.queryShare,
         events: {
           onInstanceCommit: (outcome) => {
             this.monitor.committed(outcome.taskIds, outcome.durationMs, outcome.records);
@@ -235,6 +234,7 @@ export class Runtime {
           return manager.onRevoked(partitions, lost);
         },
         readyForMore: () => manager.readyForMore(),
+        maxRecordsPerFetch: () => manager.maxRecordsPerFetch(),
         onReconnected: () => {
           if (this.kafkaError !== null) this.logger.info({ code: this.kafkaError.code }, 'the Kafka connection is back');
           this.kafkaError = null;
@@ -357,21 +357,12 @@ export class Runtime {
   }
 
   /**
-   * A request to the gateway started; call the returned function when it is answered. While any
-   * is in flight the processing loop yields after at most `QUERY_SLICE_MS` instead of
-   * `processingSliceMs`: a query waits behind at most that much processing per event-loop turn
-   * (bench:query:busy measured 1 ms slices throughout at busy/idle query rate 0.23 → 0.60 and
-   * p99 ratio 7.3 → 2.1 on librdkafka; shortening them only while requests wait keeps the
-   * longer slices, and their throughput, when nobody queries).
+   * A request to the gateway started; call the returned function once it no longer waits (its
+   * answer written). While any waits, processing keeps only part of the event loop
+   * (`queryShare`, src/runtime/query-share.ts).
    */
   requestStarted(): () => void {
-    this.requestsInFlight += 1;
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      this.requestsInFlight -= 1;
-    };
+    return this.queryShare.requestStarted();
   }
 
   /** For the query layer: every store with its serdes and partition count. */

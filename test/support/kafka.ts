@@ -32,19 +32,4 @@ export function testKafka(clientId = uniqueName('test')): kafkajs.Kafka {
 
 export { waitFor } from './wait-for.js';
 
-/**
- * admin.createTopics with waitForLeaders, asked again when the broker answers
- * UNKNOWN_TOPIC_OR_PARTITION for a topic it has just created (its metadata not yet updated);
- * kafkajs does not retry that, and it was seen in CI on a loaded machine.
- */
-export async function createTopicsRetrying(admin: kafkajs.Admin, topics: kafkajs.ITopicConfig[]): Promise<void> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      await admin.createTopics({ waitForLeaders: true, topics });
-      return;
-    } catch (error) {
-      if ((error as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION' || attempt >= 10) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
-    }
-  }
-}
+export { createTopicsRetrying } from '../../scripts/kafka/create-topics.js';

@@ -131,7 +131,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       return;
     }
     const seq = ++this.consumeSeq;
-    this.consumer.consume(this.options.batchSize ?? 500, (err, messages) => {
+    const limit = Math.max(1, Math.min(this.options.batchSize ?? 500, this.handlers?.maxRecordsPerFetch?.() ?? Infinity));
+    this.consumer.consume(limit, (err, messages) => {
       if (err && !BENIGN.has(err.code)) this.onClientError(err);
       else if (messages !== undefined && messages.length > 0) this.deliver(seq, messages);
       if (this.seekGates.size > 0) this.openGates(seq);

@@ -5,7 +5,7 @@ import type { StoreEngine } from '../../../src/store/types.js';
 import { parseProcessingOptions, type ProcessingOptionsInput } from '../../../src/processing/processing-options.js';
 import type { RestoreProgress } from '../../../src/processing/restore-task-stores.js';
 import type { CommitStep } from '../../../src/processing/stream-task.js';
-import { TaskManager, type TaskManagerLogger } from '../../../src/processing/task-manager.js';
+import { TaskManager, type ProcessingPacer, type TaskManagerLogger } from '../../../src/processing/task-manager.js';
 import type { Topology } from '../../../src/processing/topology.js';
 import { FakeBroker, fakePorts, type FakeFailures } from './fake-kafka.js';
 
@@ -40,6 +40,8 @@ export interface HarnessOptions {
   readonly eosV2?: boolean;
   /** Default: silentLogger. */
   readonly logger?: TaskManagerLogger;
+  /** Paces the processing loop (default: none, slices of processingSliceMs). */
+  readonly pacer?: ProcessingPacer;
 }
 
 export async function startHarness(o: HarnessOptions): Promise<Harness> {
@@ -65,6 +67,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     ports,
     engine,
     logger: o.logger ?? silentLogger,
+    ...(o.pacer === undefined ? {} : { pacer: o.pacer }),
     events: {
       onCommitStep: (step, taskId) => {
         steps.push(`${taskId}:${step}`);
