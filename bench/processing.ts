@@ -10,6 +10,8 @@
  *                       counts in LevelDB-backed stores, changelog, output), commit interval
  *                       100 ms (librdkafka: one transaction for the instance, processing through
  *                       commits; kafkajs: a transaction per task);
+ *   eos.<client>.steady.rate   the same run from its first committed transaction to its last
+ *                       (start-up and group join left out: Kafka Streams' "steady" figure);
  *   eos.librdkafka.commit.p99 / .pause.p99   commit latency and event-loop delay of the librdkafka run;
  *   consume.<client>.rate / .cost   the client only consuming wordcount's words back (the first
  *                       run's repartition topic; bench/consume-loop.ts): records/s and event-loop
@@ -73,6 +75,8 @@ interface EosRun {
   readonly commitP99: number;
   readonly pauseP99: number;
   readonly commits: number;
+  /** Lines/s from the first committed transaction to the last (start-up and group join left out, as Kafka Streams' "steady"). */
+  readonly steadyRate: number;
 }
 
 async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', expectedRecords: number): Promise<EosRun> {
@@ -80,6 +84,7 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
   const delay = monitorEventLoopDelay({ resolution: 10 });
   try {
     const started = performance.now();
+    let firstCommitAt = 0;
     const runtime = await runWordcount({
       brokers: brokerList, inputTopic: input, outputTopic: output, applicationId: `bench-wc-${client}-${suffix}`, kafkaClient: client,
       stateDir: dir, logLevel: (process.env.BENCH_LOG as 'info' | undefined) ?? 'warn', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1_000,
@@ -89,7 +94,8 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
     try {
       // Done when every line and every word has been processed in a committed transaction.
       const deadline = Date.now() + 240_000;
-      while (runtime.metricsSnapshot().recordsCommitted < expectedRecords) {
+      for (let committed = 0; committed < expectedRecords; committed = runtime.metricsSnapshot().recordsCommitted) {
+        if (committed > 0 && firstCommitAt === 0) firstCommitAt = performance.now();
         if (Date.now() > deadline) throw new Error(`wordcount on ${client} did not finish within 240 s: ${JSON.stringify(runtime.metricsSnapshot())}`);
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -97,10 +103,10 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
       clearInterval(progress);
       delay.disable();
     }
-    const seconds = (performance.now() - started) / 1000;
+    const ended = performance.now();
     const m = runtime.metricsSnapshot();
     await runtime.stop();
-    return { rate: LINES / seconds, commitP99: m.commitLatencyP99Ms, pauseP99: delay.percentile(99) / 1e6, commits: m.commits };
+    return { rate: LINES / ((ended - started) / 1000), steadyRate: LINES / ((ended - firstCommitAt) / 1000), commitP99: m.commitLatencyP99Ms, pauseP99: delay.percentile(99) / 1e6, commits: m.commits };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -136,6 +142,7 @@ async function main(): Promise<void> {
     for (const client of CLIENTS) {
       const run = eos.get(client);
       if (run === undefined) continue;
+      report(`eos.${client}.steady.rate`, 'lines/s', run.steadyRate);
       report(`eos.${client}.commit.p99`, 'ms', run.commitP99);
       report(`eos.${client}.pause.p99`, 'ms', run.pauseP99);
       report(`eos.${client}.commits`, 'count', run.commits);
