@@ -17,6 +17,7 @@ import type { GatewayContext } from './gateway-context.js';
 import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './gateway-options.js';
 import { graphiqlDefaultQuery } from './graphiql-default-query.js';
 import { loadSchemaText } from './load-schema.js';
+import { gatewayLogger } from './gateway-logger.js';
 import { maskError } from './mask-error.js';
 import { withNodeFastPath } from './node-fast-path.js';
 import { GatewayMetrics, useGatewayMetrics } from './gateway-metrics.js';
@@ -67,7 +68,8 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     // an offline dashboard would show a blank page. render-graphiql inlines them — 30 MB of
     // source held in memory once loaded, so it is loaded by the first GraphiQL request only.
     renderGraphiQL: async (graphiqlOptions) => (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(graphiqlOptions),
-    logging: options.logging,
+    // Yoga's logger, but an error answering a client's request is not a server error.
+    logging: options.logging ? gatewayLogger() : false,
     landingPage: false,
     maskedErrors: { maskError: (error) => maskError(error) },
     context,
