@@ -12,6 +12,8 @@
  *                       commits; kafkajs: a transaction per task);
  *   eos.<client>.steady.rate   the same run from its first committed transaction to its last
  *                       (start-up and group join left out: Kafka Streams' "steady" figure);
+ *   eos.<client>.cpu    CPU per input line of that run (µs, every thread of the process:
+ *                       librdkafka's and libuv's included) — steadier than rates on a shared machine;
  *   eos.librdkafka.commit.p99 / .pause.p99   commit latency and event-loop delay of the librdkafka run;
  *   consume.<client>.rate / .cost   the client only consuming wordcount's words back (the first
  *                       run's repartition topic; bench/consume-loop.ts): records/s and event-loop
@@ -77,6 +79,8 @@ interface EosRun {
   readonly commits: number;
   /** Lines/s from the first committed transaction to the last (start-up and group join left out, as Kafka Streams' "steady"). */
   readonly steadyRate: number;
+  /** µs of CPU per input line, every thread of the process (librdkafka's and libuv's included). */
+  readonly cpuPerLine: number;
 }
 
 async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', expectedRecords: number): Promise<EosRun> {
@@ -84,6 +88,7 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
   const delay = monitorEventLoopDelay({ resolution: 10 });
   try {
     const started = performance.now();
+    const cpu0 = process.cpuUsage();
     let firstCommitAt = 0;
     const runtime = await runWordcount({
       brokers: brokerList, inputTopic: input, outputTopic: output, applicationId: `bench-wc-${client}-${suffix}`, kafkaClient: client,
@@ -104,9 +109,10 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
       delay.disable();
     }
     const ended = performance.now();
+    const cpu = process.cpuUsage(cpu0);
     const m = runtime.metricsSnapshot();
     await runtime.stop();
-    return { rate: LINES / ((ended - started) / 1000), steadyRate: LINES / ((ended - firstCommitAt) / 1000), commitP99: m.commitLatencyP99Ms, pauseP99: delay.percentile(99) / 1e6, commits: m.commits };
+    return { rate: LINES / ((ended - started) / 1000), steadyRate: LINES / ((ended - firstCommitAt) / 1000), cpuPerLine: (cpu.user + cpu.system) / LINES, commitP99: m.commitLatencyP99Ms, pauseP99: delay.percentile(99) / 1e6, commits: m.commits };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -143,6 +149,7 @@ async function main(): Promise<void> {
       const run = eos.get(client);
       if (run === undefined) continue;
       report(`eos.${client}.steady.rate`, 'lines/s', run.steadyRate);
+      report(`eos.${client}.cpu`, 'µs/line', run.cpuPerLine);
       report(`eos.${client}.commit.p99`, 'ms', run.commitP99);
       report(`eos.${client}.pause.p99`, 'ms', run.pauseP99);
       report(`eos.${client}.commits`, 'count', run.commits);
