@@ -51,15 +51,37 @@ function call(run: (cb: Callback) => void, context: string): Promise<void> {
  * gets what is left of the budget. Measured at 1000 partitions under load (bench:scale): single
  * 5 s attempts failed and rolled back every task.
  */
-async function callRetrying(run: (timeoutMs: number, cb: Callback) => void, context: string, budgetMs: number): Promise<void> {
-  const deadline = Date.now() + budgetMs;
+export async function callRetrying(run: (timeoutMs: number, cb: Callback) => void, context: string, budgetMs: number, log?: KafkaLogSink): Promise<void> {
+  const started = Date.now();
+  const deadline = started + budgetMs;
   for (let attempt = 0; ; attempt += 1) {
     const left = Math.max(1, deadline - Date.now());
+    const attemptStarted = Date.now();
     const error = await new Promise<unknown>((resolve) => run(left, (err) => resolve(err ?? null)));
-    if (error === null) return;
-    if (!isRetriableTxnError(error) || Date.now() + 50 >= deadline) throw fromRdkafkaError(error, context);
+    if (error === null) {
+      if (attempt > 0) log?.debug({ context, attempts: attempt + 1, elapsedMs: Date.now() - started }, 'transactional call succeeded after retries');
+      return;
+    }
+    const retriable = isRetriableTxnError(error);
+    // One line per failed attempt: which error, librdkafka's flags, how long the attempt took
+    // (librdkafka retries CONCURRENT_TRANSACTIONS itself within the attempt's timeout).
+    log?.debug({
+      context, attempt: attempt + 1, code: rdkafkaCode(error), message: error instanceof Error ? error.message : String((error as { message?: unknown }).message),
+      ...flagsOf(error), retriable, attemptMs: Date.now() - attemptStarted, elapsedMs: Date.now() - started, budgetMs,
+    }, 'transactional call attempt failed');
+    if (!retriable || Date.now() + 50 >= deadline) throw fromRdkafkaError(error, context);
     await new Promise((resolve) => setTimeout(resolve, Math.min(500, 20 * 2 ** attempt)));
   }
+}
+
+function flagsOf(error: unknown): Record<string, boolean> {
+  if (error === null || typeof error !== 'object') return {};
+  const { isRetriable, isFatal, isTxnRequiresAbort } = error as { isRetriable?: unknown; isFatal?: unknown; isTxnRequiresAbort?: unknown };
+  const flags: Record<string, boolean> = {};
+  if (typeof isRetriable === 'boolean') flags.isRetriable = isRetriable;
+  if (typeof isFatal === 'boolean') flags.isFatal = isFatal;
+  if (typeof isTxnRequiresAbort === 'boolean') flags.isTxnRequiresAbort = isTxnRequiresAbort;
+  return flags;
 }
 
 /** The coordinator is busy or moving; the transaction itself is intact. */
@@ -127,7 +149,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const context = `init producer ${this.transactionalId}`;
     // allTopics false: only the brokers' metadata at connect, not every topic's (see the consumer's run()).
     await call((cb) => producer.connect({ timeout: this.timeout, allTopics: false }, (err) => cb(err)), context);
-    await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.timeout);
+    await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.timeout, this.options.log);
     this.begin();
   }
 
@@ -183,16 +205,20 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const producer = await this.open();
     const consumer = this.options.consumer();
     const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
-    await callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.timeout);
+    await callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.timeout, this.options.log);
   }
 
   async commit(): Promise<void> {
     const producer = await this.open();
-    try {
-      await callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.timeout);
-    } finally {
-      this.begun = null;
-    }
+    // A failed commit leaves its transaction open (this.begun set): abortAfterFailure() must be
+    // able to try the abort. Clearing it here made every failed commit — a record timed out
+    // (bench:scale, 1000 partitions), an abortable error — look unabortable, and the committer
+    // then rolled back and re-opened every task of the cut. librdkafka itself refuses the abort
+    // once EndTxn(commit) may have reached the coordinator (state CommittingTransaction and
+    // later, or a commit call left to resume), so a confirmed abort still means nothing of the
+    // transaction committed.
+    await callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.timeout, this.options.log);
+    this.begun = null;
     this.begin();
   }
 
@@ -218,11 +244,26 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     if (producer === null || begun === null) return false;
     try {
       await begun;
-      // librdkafka refuses to abort after a fatal error (fenced): the outcome then stays unknown.
-      // Short: when the broker is away this only delays the re-initialisation that follows.
-      await call((cb) => producer.abortTransaction(Math.min(this.timeout, 5_000), cb), `abort transaction ${this.transactionalId}`);
+      // librdkafka refuses to abort after a fatal error (fenced) and once the commit may have
+      // reached the coordinator: the outcome then stays unknown. A confirmed abort keeps every
+      // task open (they rewind in memory) where an unknown outcome re-opens them all, so the
+      // abort gets the same budget and retries as the other calls: after a record timed out it
+      // first bumps the epoch, and the coordinator may still be writing the previous commit's
+      // markers (CONCURRENT_TRANSACTIONS, ~1 s at 1000 partitions).
+      await callRetrying((timeoutMs, cb) => producer.abortTransaction(timeoutMs, cb), `abort transaction ${this.transactionalId}`, this.timeout, this.options.log);
+    } catch (error) {
+      this.options.log?.debug({ err: error, transactionalId: this.transactionalId }, 'abort after a failed commit was refused: outcome unknown');
+      return false;
+    }
+    // Known outcome; now a fresh client (InitProducerId) for the next transaction. librdkafka
+    // bumps the epoch after an abort only for some failures (a record timed out): after a record
+    // the broker refused (MESSAGE_TOO_LARGE) it kept the sequence numbers, and the next
+    // transaction failed "skipped sequence numbers" (test/integration/kafka/rdkafka-transaction-failures.test.ts).
+    try {
+      await this.init();
       return true;
-    } catch {
+    } catch (error) {
+      this.options.log?.debug({ err: error, transactionalId: this.transactionalId }, 'producer not re-initialised after an abort');
       return false;
     }
   }

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import type { RdkafkaModule } from '../../../src/kafka/librdkafka/native.js';
+import { RdkafkaStreamProducer } from '../../../src/kafka/librdkafka/rdkafka-stream-producer.js';
+
+type Callback = (err: unknown) => void;
+type Call = 'init' | 'begin' | 'sendOffsets' | 'commit' | 'abort';
+
+/** The shape lib/error.js gives a transactional call's error. */
+function rdError(code: number, flags: { isRetriable?: boolean; isFatal?: boolean; isTxnRequiresAbort?: boolean } = {}): Error {
+  return Object.assign(new Error(`librdkafka error ${code}`), { code, ...flags });
+}
+
+/**
+ * A librdkafka Producer that answers each transactional call from a script (an error, or
+ * success when the script for that call is empty) and records the calls it got.
+ */
+function fakeRdkafka(script: Partial<Record<Call, unknown[]>>) {
+  const calls: Call[] = [];
+  const answer = (call: Call, cb: Callback): void => {
+    calls.push(call);
+    const next = script[call]?.shift();
+    setImmediate(() => cb(next ?? null));
+  };
+  class Producer {
+    on(): this { return this; }
+    connect(_options: unknown, cb: Callback): void { setImmediate(() => cb(null)); }
+    disconnect(_timeout: number, cb: () => void): void { setImmediate(cb); }
+    initTransactions(_timeout: number, cb: Callback): void { answer('init', cb); }
+    beginTransaction(cb: Callback): void { answer('begin', cb); }
+    produce(): void {}
+    sendOffsetsToTransaction(_offsets: unknown, _consumer: unknown, _timeout: number, cb: Callback): void { answer('sendOffsets', cb); }
+    commitTransaction(_timeout: number, cb: Callback): void { answer('commit', cb); }
+    abortTransaction(_timeout: number, cb: Callback): void { answer('abort', cb); }
+  }
+  return { rd: { Producer } as unknown as RdkafkaModule, calls };
+}
+
+function producerOn(rd: RdkafkaModule, log?: { debug(fields: Record<string, unknown>, message: string): void }): RdkafkaStreamProducer {
+  return new RdkafkaStreamProducer(rd, {
+    brokers: ['127.0.0.1:1'],
+    clientId: 'test',
+    transactionalId: 'tx',
+    callTimeoutMs: 2_000,
+    consumer: () => ({}) as never,
+    ...(log === undefined ? {} : { log: { debug: log.debug, info: () => {}, warn: () => {}, error: () => {} } }),
+  });
+}
+
+describe('RdkafkaStreamProducer', () => {
+  it('aborts a transaction whose commit failed (a record timed out) and reports the abort confirmed', async () => {
+    const { rd, calls } = fakeRdkafka({ commit: [rdError(-185, { isTxnRequiresAbort: true })] });
+    const producer = producerOn(rd);
+    await producer.init();
+    producer.produce([{ topic: 't', partition: 0, key: null, value: Buffer.from('v') }]);
+    await expect(producer.commit()).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE' });
+    // Before the fix commit() forgot its transaction on failure, so this returned false without
+    // asking librdkafka, and every task of the cut was rolled back and re-opened.
+    expect(await producer.abortAfterFailure()).toBe(true);
+    // …then a fresh client (InitProducerId) begins the next transaction.
+    expect(calls).toEqual(['init', 'begin', 'commit', 'abort', 'init', 'begin']);
+    await producer.close();
+  });
+
+  it('reports an unknown outcome when librdkafka refuses the abort (fenced, or the commit may have reached the coordinator)', async () => {
+    const { rd } = fakeRdkafka({ commit: [rdError(90, { isFatal: true })], abort: [rdError(-172, { isFatal: true })] });
+    const producer = producerOn(rd);
+    await producer.init();
+    producer.produce([{ topic: 't', partition: 0, key: null, value: Buffer.from('v') }]);
+    await expect(producer.commit()).rejects.toMatchObject({ code: 'PRODUCER_FENCED' });
+    expect(await producer.abortAfterFailure()).toBe(false);
+    await producer.close();
+  });
+
+  it('retries a busy coordinator within its budget and logs each failed attempt at debug', async () => {
+    const { rd, calls } = fakeRdkafka({ sendOffsets: [rdError(51), rdError(51, { isRetriable: true })] });
+    const lines: Array<{ fields: Record<string, unknown>; message: string }> = [];
+    const producer = producerOn(rd, { debug: (fields, message) => lines.push({ fields, message }) });
+    await producer.init();
+    await producer.sendOffsets([{ topic: 't', partition: 0, offset: 1 }]);
+    expect(calls.filter((c) => c === 'sendOffsets')).toHaveLength(3);
+    const failed = lines.filter((l) => l.message === 'transactional call attempt failed');
+    expect(failed.map((l) => [l.fields.attempt, l.fields.code, l.fields.retriable])).toEqual([[1, 51, true], [2, 51, true]]);
+    expect(lines.some((l) => l.message === 'transactional call succeeded after retries' && l.fields.attempts === 3)).toBe(true);
+    await producer.close();
+  });
+});
