@@ -199,8 +199,14 @@ export interface AdminPort {
   partitionCounts(topics: readonly string[]): Promise<Map<string, number>>;
   /** Creates missing topics; an existing topic with another partition count is INVALID_CONFIG. */
   ensureTopics(specs: readonly TopicSpec[]): Promise<void>;
-  /** The group's committed offsets for `topic` (partition → next offset; absent = none). */
-  committedOffsets(groupId: string, topic: string): Promise<Map<number, number>>;
+  /**
+   * The group's committed offsets for `topic` (partition → next offset; absent = none): of the
+   * given partitions only, or of every partition when none are given. Opening tasks ask for
+   * their own partitions: on librdkafka the read waits for transactions still holding offsets
+   * of the partitions asked for (require_stable), and another member's transactions always hold
+   * some of its own.
+   */
+  committedOffsets(groupId: string, topic: string, partitions?: readonly number[]): Promise<Map<number, number>>;
   /** Earliest offset of each partition (where to start when nothing is committed). */
   beginningOffsets(topic: string): Promise<Map<number, number>>;
   /** The read_committed end (last stable offset) of each partition. */
