@@ -947,7 +947,6 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     }
     const joinEvent = Number.isNaN(b.startingAt) ? spawnedAt : b.startingAt;
     const joinEnd = performance.now();
-    const joinWindow = monitor.endWindow();
     const joinLag = monitor.lagBetween(joinEvent, joinEnd);
     f('rebalance.b.spawn.to.start.ms', 'ms', joinEvent - spawnedAt);
     if (Number.isFinite(b.startedMs)) f('rebalance.b.start.resolved.ms', 'ms', b.startedMs);
@@ -960,11 +959,15 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     if (b.failed !== null) note(`${run.client}: instance B failed: ${b.failed}`);
     if (Number.isNaN(assignedAt)) {
       note(`${run.client}: the join did NOT settle within its budget: ${progress('join', joinEvent)}`);
+      monitor.endWindow();
       return false;
     }
 
-    // Leave: B stops gracefully; its partitions go back to A.
+    // Leave: B stops gracefully; its partitions go back to A. The join window runs on through
+    // the hold, up to B's stop: a pause that began and ended between the settled join and the
+    // stop (a failed commit, a late rebalance) used to fall between the windows, uncounted.
     await sleep(HOLD_MS);
+    const joinWindow = monitor.endWindow();
     monitor.beginWindow('leave');
     const leaveEvent = performance.now();
     b.requestStop();
