@@ -175,9 +175,11 @@ export interface StreamProducerPort {
   abort(): Promise<void>;
   /**
    * After a failed sendOffsets()/commit(): aborts the transaction and resolves true only when the
-   * broker confirmed it — the outcome is then known (nothing of it committed) and the producer
-   * can begin the next transaction. False: the outcome stays unknown (fenced, fatal, broker
-   * away, timed out) and the caller must init() again.
+   * outcome is known — nothing of it committed: the broker confirmed the abort, or the client
+   * had already ruled the transaction abort-only (it can never commit, and the next
+   * InitProducerId aborts it if the coordinator still holds it). False: the outcome stays
+   * unknown (fenced, fatal, broker away, timed out). Either way the caller calls init() before
+   * the next transaction.
    */
   abortAfterFailure(): Promise<boolean>;
   close(): Promise<void>;

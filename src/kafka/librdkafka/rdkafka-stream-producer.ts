@@ -107,6 +107,14 @@ export function isRetriableTxnError(error: unknown): boolean {
   return code !== undefined && COORDINATOR_BUSY.has(code);
 }
 
+/** librdkafka's verdict on a failed call: the transaction can only be aborted (and is not fenced). */
+function txnRequiresAbort(error: unknown): boolean {
+  const flagsOf = (e: unknown): { isTxnRequiresAbort?: unknown; isFatal?: unknown } => (e !== null && typeof e === 'object' ? e as { isTxnRequiresAbort?: unknown; isFatal?: unknown } : {});
+  // callRetrying throws an IqgateError whose cause is librdkafka's error.
+  const raw = flagsOf(error !== null && typeof error === 'object' && 'cause' in error ? (error as { cause: unknown }).cause : error);
+  return raw.isTxnRequiresAbort === true && raw.isFatal !== true;
+}
+
 export class RdkafkaStreamProducer implements StreamProducerPort {
   private producer: Producer | null = null;
   /** Settles when the open transaction has begun; null while none is open. */
@@ -117,6 +125,8 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
   /** A record librdkafka refused at produce(): the transaction cannot commit. */
   private produceError: unknown = null;
   private closed = false;
+  /** Why the open transaction's sendOffsets()/commit() failed (null: it did not). */
+  private failure: unknown = null;
 
   constructor(private readonly rd: RdkafkaModule, private readonly options: RdkafkaStreamProducerOptions) {}
 
@@ -158,6 +168,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     if (producer === null || this.begun !== null) return;
     this.began = false;
     this.produceError = null;
+    this.failure = null;
     this.begun = call((cb) => producer.beginTransaction(cb), `begin transaction ${this.transactionalId}`).then(() => {
       this.began = true;
       const waiting = this.waiting;
@@ -205,7 +216,17 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const producer = await this.open();
     const consumer = this.options.consumer();
     const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
-    await callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.timeout, this.options.log);
+    await this.failing(callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.timeout, this.options.log));
+  }
+
+  /** Remembers why a transactional call failed, for abortAfterFailure(). */
+  private async failing(call: Promise<void>): Promise<void> {
+    try {
+      await call;
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
   }
 
   async commit(): Promise<void> {
@@ -217,7 +238,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     // once EndTxn(commit) may have reached the coordinator (state CommittingTransaction and
     // later, or a commit call left to resume), so a confirmed abort still means nothing of the
     // transaction committed.
-    await callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.timeout, this.options.log);
+    await this.failing(callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.timeout, this.options.log));
     this.begun = null;
     this.begin();
   }
@@ -236,35 +257,38 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     }
   }
 
+  /**
+   * Known outcome when librdkafka confirms the abort, or when the failure itself said the
+   * transaction can only be aborted (isTxnRequiresAbort: librdkafka is in its abortable-error
+   * state, in which it never sends EndTxn(commit), and the next InitProducerId aborts the
+   * transaction if the coordinator still holds it open). Either way the caller initialises the
+   * producer again before the next transaction (a fresh client, whatever this one's state).
+   */
   async abortAfterFailure(): Promise<boolean> {
     const producer = this.producer;
     const begun = this.begun;
+    const requiresAbort = txnRequiresAbort(this.failure);
     this.begun = null;
     this.waiting = [];
+    this.failure = null;
     if (producer === null || begun === null) return false;
     try {
       await begun;
       // librdkafka refuses to abort after a fatal error (fenced) and once the commit may have
-      // reached the coordinator: the outcome then stays unknown. A confirmed abort keeps every
-      // task open (they rewind in memory) where an unknown outcome re-opens them all, so the
-      // abort gets the same budget and retries as the other calls: after a record timed out it
-      // first bumps the epoch, and the coordinator may still be writing the previous commit's
-      // markers (CONCURRENT_TRANSACTIONS, ~1 s at 1000 partitions).
+      // reached the coordinator (state CommittingTransaction and later, or a commit call left to
+      // resume): the outcome then stays unknown. The abort gets the same budget and retries as
+      // the other calls: after a record timed out librdkafka bumps the epoch once EndTxn(abort)
+      // is done, which waits for the coordinator to write the abort markers.
       await callRetrying((timeoutMs, cb) => producer.abortTransaction(timeoutMs, cb), `abort transaction ${this.transactionalId}`, this.timeout, this.options.log);
-    } catch (error) {
-      this.options.log?.debug({ err: error, transactionalId: this.transactionalId }, 'abort after a failed commit was refused: outcome unknown');
-      return false;
-    }
-    // Known outcome; now a fresh client (InitProducerId) for the next transaction. librdkafka
-    // bumps the epoch after an abort only for some failures (a record timed out): after a record
-    // the broker refused (MESSAGE_TOO_LARGE) it kept the sequence numbers, and the next
-    // transaction failed "skipped sequence numbers" (test/integration/kafka/rdkafka-transaction-failures.test.ts).
-    try {
-      await this.init();
       return true;
     } catch (error) {
-      this.options.log?.debug({ err: error, transactionalId: this.transactionalId }, 'producer not re-initialised after an abort');
-      return false;
+      // bench:scale, 1000 partitions: EndTxn(abort) answered at once, but the coordinator took
+      // 22 s to write the abort markers to every partition of the transaction, so the epoch
+      // bump (and the call) timed out — with the outcome long known.
+      this.options.log?.debug({ err: error, transactionalId: this.transactionalId, requiresAbort }, requiresAbort
+        ? 'abort after a failed commit not confirmed in time; the failure required an abort, so nothing of the transaction commits'
+        : 'abort after a failed commit was refused: outcome unknown');
+      return requiresAbort;
     }
   }
 

@@ -63,7 +63,7 @@ describe('librdkafka: failed transactions and committed-offset reads', () => {
     return values;
   }
 
-  it('a commit that fails on an undeliverable record leaves a transaction that abortAfterFailure() aborts for sure; nothing of it shows and the next one commits', async () => {
+  it('a commit that fails on a record the broker refuses leaves a transaction that abortAfterFailure() aborts for sure; nothing of it shows and, after init(), the next one commits', async () => {
     const topic = uniqueName('rd-undeliverable');
     // The broker refuses records over 512 bytes in this topic (MESSAGE_TOO_LARGE): librdkafka
     // takes the record, the broker refuses it, and the transaction needs an abort — as when a
@@ -75,6 +75,9 @@ describe('librdkafka: failed transactions and committed-offset reads', () => {
     const failure = await producer.commit().then(() => null, (error: unknown) => error);
     expect(failure).toMatchObject({ details: { isTxnRequiresAbort: true } });
     expect(await producer.abortAfterFailure()).toBe(true);
+    // As the committer does after every failed cycle. Without it, librdkafka (2.15) kept its
+    // sequence numbers after this abort and the next commit failed "skipped sequence numbers".
+    await producer.init();
     producer.produce([out(topic, 0, 'kept')]);
     await producer.commit();
     expect(await committedValues(topic, 0, 1)).toEqual(['kept']);

@@ -40,7 +40,7 @@ function producerOn(rd: RdkafkaModule, log?: { debug(fields: Record<string, unkn
     brokers: ['127.0.0.1:1'],
     clientId: 'test',
     transactionalId: 'tx',
-    callTimeoutMs: 2_000,
+    callTimeoutMs: 1_000,
     consumer: () => ({}) as never,
     ...(log === undefined ? {} : { log: { debug: log.debug, info: () => {}, warn: () => {}, error: () => {} } }),
   });
@@ -56,8 +56,31 @@ describe('RdkafkaStreamProducer', () => {
     // Before the fix commit() forgot its transaction on failure, so this returned false without
     // asking librdkafka, and every task of the cut was rolled back and re-opened.
     expect(await producer.abortAfterFailure()).toBe(true);
-    // …then a fresh client (InitProducerId) begins the next transaction.
-    expect(calls).toEqual(['init', 'begin', 'commit', 'abort', 'init', 'begin']);
+    expect(calls).toEqual(['init', 'begin', 'commit', 'abort']);
+    await producer.close();
+  });
+
+  it('calls the outcome known when the abort does not finish in time but the failure had ruled the transaction abort-only', async () => {
+    // bench:scale: EndTxn(abort) answered, then the epoch bump waited 22 s for the abort markers.
+    const timedOut = rdError(-185, { isRetriable: true });
+    const { rd, calls } = fakeRdkafka({ commit: [rdError(-185, { isTxnRequiresAbort: true })], abort: Array.from({ length: 50 }, () => timedOut) });
+    const producer = producerOn(rd);
+    await producer.init();
+    producer.produce([{ topic: 't', partition: 0, key: null, value: Buffer.from('v') }]);
+    await expect(producer.commit()).rejects.toBeDefined();
+    expect(await producer.abortAfterFailure()).toBe(true);
+    expect(calls.filter((c) => c === 'abort').length).toBeGreaterThan(1); // resumed until the budget ran out
+    await producer.close();
+  }, 10_000);
+
+  it('calls the outcome unknown when a commit that may have reached the coordinator cannot be aborted', async () => {
+    // A commit left to resume (retriable timeout): librdkafka refuses a conflicting abort.
+    const { rd } = fakeRdkafka({ commit: [rdError(-185, { isRetriable: true }), rdError(-185, { isRetriable: true }), rdError(-185, { isRetriable: false })], abort: [rdError(-178)] });
+    const producer = producerOn(rd);
+    await producer.init();
+    producer.produce([{ topic: 't', partition: 0, key: null, value: Buffer.from('v') }]);
+    await expect(producer.commit()).rejects.toBeDefined();
+    expect(await producer.abortAfterFailure()).toBe(false);
     await producer.close();
   });
 

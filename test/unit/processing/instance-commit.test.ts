@@ -113,7 +113,8 @@ describe('exactly-once v2: one transaction for the instance', () => {
     h.failures.commit = true;
     await h.commitAll();
     h.failures.commit = false;
-    // Known outcome: no re-open (no InitProducerId, no SUSPENDED), the uncommitted work is gone.
+    // Known outcome: no re-open (no SUSPENDED, no restore), the uncommitted work is gone; the
+    // producer alone is initialised again, before the next transaction.
     expect(h.manager.localTasks().map((t) => t.state)).toEqual(['RUNNING', 'RUNNING']);
     expect(h.broker.calls.filter((c) => c.startsWith('init:'))).toEqual([]);
     expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
@@ -121,6 +122,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
 
     await h.pump(); // the consumer was sought back to the committed offsets
     await h.commitAll();
+    expect(h.broker.calls.filter((c) => c.startsWith('init:'))).toEqual(['init:app-instance-1']);
     expect(await h.counts('counts', 0, true)).toEqual(new Map([['a', 2]]));
     expect(await h.counts('counts', 1, true)).toEqual(new Map([['b', 2]]));
     expect(outputCounts(h, 'a')).toEqual([1, 2]);
