@@ -84,6 +84,9 @@ function flagsOf(error: unknown): Record<string, boolean> {
   return flags;
 }
 
+/** RD_KAFKA_RESP_ERR__CONFLICT: "Conflicting <call> API call is already in progress". */
+const CONFLICT = -173;
+
 /** The coordinator is busy or moving; the transaction itself is intact. */
 const COORDINATOR_BUSY = new Set([
   51, // CONCURRENT_TRANSACTIONS: the previous transaction's markers are still being written
@@ -102,6 +105,10 @@ export function isRetriableTxnError(error: unknown): boolean {
   if (error === null || typeof error !== 'object') return false;
   const flags = error as { isRetriable?: boolean; isFatal?: boolean; isTxnRequiresAbort?: boolean };
   if (flags.isFatal === true || flags.isTxnRequiresAbort === true) return false;
+  // Another transactional call is left to resume (a commit that timed out): librdkafka flags the
+  // conflict retriable, but only resuming that call ends it — an abort asked again would wait
+  // out its whole budget before the caller learns the outcome is unknown.
+  if (rdkafkaCode(error) === CONFLICT) return false;
   if (flags.isRetriable === true) return true;
   const code = rdkafkaCode(error);
   return code !== undefined && COORDINATOR_BUSY.has(code);

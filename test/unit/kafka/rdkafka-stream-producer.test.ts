@@ -75,12 +75,14 @@ describe('RdkafkaStreamProducer', () => {
 
   it('calls the outcome unknown when a commit that may have reached the coordinator cannot be aborted', async () => {
     // A commit left to resume (retriable timeout): librdkafka refuses a conflicting abort.
-    const { rd } = fakeRdkafka({ commit: [rdError(-185, { isRetriable: true }), rdError(-185, { isRetriable: true }), rdError(-185, { isRetriable: false })], abort: [rdError(-178)] });
+    const conflict = rdError(-173, { isRetriable: true }); // _CONFLICT: "Conflicting commit_transaction API call is already in progress"
+    const { rd, calls } = fakeRdkafka({ commit: [rdError(-185, { isRetriable: true }), rdError(-185, { isRetriable: true }), rdError(-185, { isRetriable: false })], abort: [conflict, conflict, conflict] });
     const producer = producerOn(rd);
     await producer.init();
     producer.produce([{ topic: 't', partition: 0, key: null, value: Buffer.from('v') }]);
     await expect(producer.commit()).rejects.toBeDefined();
     expect(await producer.abortAfterFailure()).toBe(false);
+    expect(calls.filter((c) => c === 'abort')).toHaveLength(1); // the conflict is not waited out
     await producer.close();
   });
 
