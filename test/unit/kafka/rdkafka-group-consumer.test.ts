@@ -3,17 +3,25 @@ import type { RdkafkaModule } from '../../../src/kafka/librdkafka/native.js';
 import { RdkafkaGroupConsumer } from '../../../src/kafka/librdkafka/rdkafka-group-consumer.js';
 
 const ERR_ASSIGN = -175;
+const ERR_REVOKE = -174;
 
 /** A librdkafka KafkaConsumer whose seek() answers `seekError`; the test drives its rebalance callback. */
 function fakeRdkafka(seekError: unknown) {
   type Rebalance = (err: { code: number }, assignment: Array<{ topic: string; partition: number }>) => void;
-  const driver: { rebalance: Rebalance | null; seeks: unknown[] } = { rebalance: null, seeks: [] };
+  const driver: { rebalance: Rebalance | null; seeks: unknown[]; calls: string[] } = { rebalance: null, seeks: [], calls: [] };
   class KafkaConsumer {
     constructor(config: { rebalance_cb: Rebalance }) { driver.rebalance = config.rebalance_cb; }
     setDefaultConsumeTimeout(): void {}
     setDefaultIsTimeoutOnlyForFirstMessage(): void {}
     on(): this { return this; }
-    incrementalAssign(): void {}
+    connect(_options: unknown, cb: (err: unknown) => void): void { setImmediate(() => cb(null)); }
+    subscribe(): void {}
+    consume(_n: number, cb: (err: unknown, messages: unknown[]) => void): void { setTimeout(() => cb(null, []), 5); } // no records in these tests
+    isConnected(): boolean { return false; }
+    assignmentLost(): boolean { return false; }
+    incrementalAssign(): void { driver.calls.push('incrementalAssign'); }
+    incrementalUnassign(): void { driver.calls.push('incrementalUnassign'); }
+    queryWatermarkOffsets(_topic: string, partition: number): void { driver.calls.push(`watermarks:${partition}`); }
     pause(): void {}
     resume(): void {}
     seek(toppar: unknown, _timeout: number, cb: (err: unknown) => void): void {
@@ -35,6 +43,31 @@ function consumerWithLog(rd: RdkafkaModule) {
 }
 
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('RdkafkaGroupConsumer rebalances', () => {
+  it('wakes the fetchers of the partitions it keeps once it gave the revoked ones up (librdkafka held them all back meanwhile)', async () => {
+    const { rd, driver } = fakeRdkafka(null);
+    const { consumer } = consumerWithLog(rd);
+    let release!: () => void;
+    await consumer.run({
+      onBatch: () => true,
+      onAssignment: () => {},
+      onRebalancing: () => {},
+      onCrash: () => {},
+      onRevoked: () => new Promise<void>((resolve) => { release = resolve; }),
+    });
+    driver.rebalance!({ code: ERR_ASSIGN }, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+    consumer.resume([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]); // both tasks open
+    driver.calls.length = 0;
+    driver.rebalance!({ code: ERR_REVOKE }, [{ topic: 't', partition: 1 }]);
+    await settle();
+    expect(driver.calls).toEqual([]); // the revoked task's last commit is under way
+    release();
+    await settle();
+    expect(driver.calls).toEqual(['incrementalUnassign', 'watermarks:0']);
+    await consumer.stop();
+  });
+});
 
 describe('RdkafkaGroupConsumer.seek', () => {
   it('does not warn when librdkafka only stopped waiting for the seek\'s result (the binding waits 10 ms; the seek is queued and applies)', async () => {
