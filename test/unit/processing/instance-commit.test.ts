@@ -160,6 +160,25 @@ describe('exactly-once v2: one transaction for the instance', () => {
     expect(outputCounts(h, 'a')).toEqual([1]);
   });
 
+  it('commits the last work of all revoked tasks in one transaction, however many close at once, before the partitions are given up', async () => {
+    const partitions = [0, 1, 2, 3, 4, 5];
+    const h = await harnesses.start({
+      topology: countTopology(), partitions: 6, broker: brokerWithTopics(['in', 'out'], 6), eosV2: true,
+      options: { maxConcurrentControlOps: 2 },
+    });
+    h.ports.consumer.assign(partitions.map((partition) => ({ topic: 'in', partition })));
+    await h.manager.control.idle();
+    await waitFor(() => h.manager.localTasks().length === 6 && h.manager.localTasks().every((t) => t.state === 'RUNNING'));
+    for (const partition of partitions) send(h.broker, 'in', partition, `k${partition}`, 'v');
+    await h.pump();
+    h.broker.calls.length = 0;
+    await h.manager.onRevoked([1, 2, 3, 4, 5].map((partition) => ({ topic: 'in', partition })), false);
+    // Closing two at a time used to ask for one cycle per pair: three transactions.
+    expect(h.broker.calls.filter((c) => c === 'commit')).toEqual(['commit']);
+    for (const partition of [1, 2, 3, 4, 5]) expect(h.broker.groupOffsets.get(`app:in:${partition}`)).toBe(1);
+    expect(h.manager.localTasks().map((t) => t.partition)).toEqual([0]);
+  });
+
   it('rolls back and re-opens every task of a transaction with an unknown outcome, and re-processes exactly once', async () => {
     const h = await startTwoPartitions();
     h.failures.abortUnknown = true;
