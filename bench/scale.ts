@@ -48,7 +48,8 @@
  * far it got (task states, control queue, lag) and still cleans up. SCALE_REBALANCE=0 skips phase 2.
  * Instance logs (pino, SCALE_LOG level, default info) go to files whose warnings and errors are
  * summarized at the end, and counted per window (`rebalance.<a|b>.warnings.<steady|join|leave>`):
- * a failed commit cycle rolls tasks back and explains most long pauses. SCALE_EXPERIMENT_* knobs
+ * a failed commit cycle rolls tasks back and explains most long pauses. Failures handled at info
+ * (a failed cycle whose tasks rewound in memory) are listed per window too, not counted. SCALE_EXPERIMENT_* knobs
  * (bench/scale-shared.ts, off by default) patch the librdkafka adapter to show what a change in
  * src/ would give; a run with any of them on says so on its first line. Prints one line per figure and writes bench/results/scale.json
  * ([{ name, unit, value }]). Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
@@ -324,25 +325,33 @@ function summarizeLog(label: string, file: string): void {
   for (const [key, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 8)) note(`  ${n}× ${key} (first at ${firstAt.get(key) ?? '?'})`);
 }
 
-/** Warnings and errors of a pino log file logged between two performance.now() instants, by message. */
-function warningsBetween(file: string, from: number, to: number): Map<string, number> {
-  const counts = new Map<string, number>();
-  if (!existsSync(file)) return counts;
+/**
+ * Warnings and errors of a pino log file logged between two performance.now() instants, by
+ * message; and, apart, the failures the runtime handled at info (lines with an `err`: a failed
+ * commit cycle whose tasks rewound in memory) — they explain pauses as well, and a warnings-only
+ * count left them out.
+ */
+function warningsBetween(file: string, from: number, to: number): { warnings: Map<string, number>; handled: Map<string, number> } {
+  const warnings = new Map<string, number>();
+  const handled = new Map<string, number>();
+  if (!existsSync(file)) return { warnings, handled };
   const fromWall = performance.timeOrigin + from;
   const toWall = performance.timeOrigin + to;
   for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (!line.includes('"level":4') && !line.includes('"level":5') && !line.includes('"level":6')) continue;
+    const info = line.includes('"level":30') && line.includes('"err":');
+    if (!info && !line.includes('"level":4') && !line.includes('"level":5') && !line.includes('"level":6')) continue;
     try {
       const entry = JSON.parse(line) as { level: number; msg?: string; time: number; err?: { details?: { librdkafkaCode?: number }; code?: string } };
-      if (entry.level < 40 || entry.time < fromWall || entry.time > toWall) continue;
+      if ((entry.level < 40 && !info) || entry.time < fromWall || entry.time > toWall) continue;
       const code = entry.err?.details?.librdkafkaCode ?? entry.err?.code;
       const key = `${entry.msg ?? ''}${code === undefined ? '' : ` [${String(code)}]`}`;
+      const counts = entry.level < 40 ? handled : warnings;
       counts.set(key, (counts.get(key) ?? 0) + 1);
     } catch {
       // not JSON
     }
   }
-  return counts;
+  return { warnings, handled };
 }
 
 const wallClock = (t: number): string => new Date(performance.timeOrigin + t).toISOString().slice(11, 23);
@@ -947,7 +956,6 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     }
     const joinEvent = Number.isNaN(b.startingAt) ? spawnedAt : b.startingAt;
     const joinEnd = performance.now();
-    const joinWindow = monitor.endWindow();
     const joinLag = monitor.lagBetween(joinEvent, joinEnd);
     f('rebalance.b.spawn.to.start.ms', 'ms', joinEvent - spawnedAt);
     if (Number.isFinite(b.startedMs)) f('rebalance.b.start.resolved.ms', 'ms', b.startedMs);
@@ -960,11 +968,15 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     if (b.failed !== null) note(`${run.client}: instance B failed: ${b.failed}`);
     if (Number.isNaN(assignedAt)) {
       note(`${run.client}: the join did NOT settle within its budget: ${progress('join', joinEvent)}`);
+      monitor.endWindow();
       return false;
     }
 
-    // Leave: B stops gracefully; its partitions go back to A.
+    // Leave: B stops gracefully; its partitions go back to A. The join window runs on through
+    // the hold, up to B's stop: a pause that began and ended between the settled join and the
+    // stop (a failed commit, a late rebalance) used to fall between the windows, uncounted.
     await sleep(HOLD_MS);
+    const joinWindow = monitor.endWindow();
     monitor.beginWindow('leave');
     const leaveEvent = performance.now();
     b.requestStop();
@@ -997,10 +1009,11 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     note(`${run.client}: steady ${wallClock(steadyFrom)}–${wallClock(joinEvent)} (B spawned ${wallClock(spawnedAt)}), join ${wallClock(joinEvent)}, B stop ${wallClock(leaveEvent)}, settled ${wallClock(leaveEnd)} (UTC)`);
     for (const [label, from, to] of [['steady', steadyFrom, spawnedAt], ['join', spawnedAt, leaveEvent], ['leave', leaveEvent, leaveEnd]] as const) {
       for (const [who, file] of [['a', a.logFile], ['b', b.logFile]] as const) {
-        const counts = warningsBetween(file, from, to);
-        const total = [...counts.values()].reduce((x, y) => x + y, 0);
+        const { warnings, handled } = warningsBetween(file, from, to);
+        const total = [...warnings.values()].reduce((x, y) => x + y, 0);
         f(`rebalance.${who}.warnings.${label}`, 'lines', total);
-        for (const [message, n] of counts) note(`${run.client}: ${label}: instance ${who.toUpperCase()} logged ${n}× "${message}"`);
+        for (const [message, n] of warnings) note(`${run.client}: ${label}: instance ${who.toUpperCase()} logged ${n}× "${message}"`);
+        for (const [message, n] of handled) note(`${run.client}: ${label}: instance ${who.toUpperCase()} logged ${n}× (info, handled) "${message}"`);
       }
     }
 

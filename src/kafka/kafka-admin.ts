@@ -124,14 +124,17 @@ export class KafkaAdmin implements AdminPort {
     }
   }
 
-  async committedOffsets(groupId: string, topic: string): Promise<Map<number, number>> {
+  async committedOffsets(groupId: string, topic: string, partitions?: readonly number[]): Promise<Map<number, number>> {
     const admin = await this.ready();
     try {
+      // kafkajs' fetchOffsets asks for every partition of the topic (it has no require_stable,
+      // so the others cost nothing but bytes); the answer keeps those asked for.
       const [answer] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const wanted = partitions === undefined ? null : new Set(partitions);
       const result = new Map<number, number>();
       for (const p of answer?.partitions ?? []) {
         const offset = Number(p.offset);
-        if (offset >= 0) result.set(p.partition, offset);
+        if (offset >= 0 && (wanted === null || wanted.has(p.partition))) result.set(p.partition, offset);
       }
       return result;
     } catch (error) {

@@ -19,9 +19,12 @@
  * behind and restore replays the committed tail: no wipe, no duplicate, no loss — the same
  * argument as the per-task protocol (stream-task.ts), with one transaction instead of N.
  *
- * A failed cycle (fenced by a newer generation, a broker gone, a record refused) has an unknown
- * outcome: the tasks of the cut are rolled back to their last commit and re-opened by the
- * caller (onFailed), and the producer is initialised again before anything else is produced.
+ * A failed cycle whose abort is known (the broker confirmed it, or the client had ruled the
+ * transaction abort-only: a record timed out or was refused) rewinds the tasks of the cut in
+ * memory (onRewound): they stay RUNNING. Otherwise (fenced by a newer generation, a broker gone,
+ * the commit perhaps reached) the outcome is unknown: the tasks of the cut are rolled back to
+ * their last commit and re-opened by the caller (onFailed). Either way the producer is
+ * initialised again before anything else is produced.
  * Tasks that were not in the cut keep their state: their output since waits for the next
  * transaction.
  */
@@ -201,6 +204,12 @@ export class InstanceCommitter {
       // re-opened — a new InitProducerId settles the transaction, restore replays whatever it
       // committed — and the producer is initialised again first.
       if (await producer.abortAfterFailure()) {
+        // The producer is initialised again before the next transaction (a fresh client,
+        // InitProducerId): librdkafka keeps its sequence numbers after some aborts, and the next
+        // transaction then fails (test/integration/kafka/rdkafka-transaction-failures.test.ts);
+        // and an abort confirmed by the failure's own verdict may still be settling. Until that
+        // init succeeds, cycles wait and the tasks keep processing (ready() in the next cycle).
+        this.needsInit = true;
         this.deps.logger.info({ err: error, tasks: tasks.length }, 'transaction aborted; its tasks rewind to their last commit and go on');
         await this.deps.onRewound(tasks, error);
         return;

@@ -181,9 +181,11 @@ export interface StreamProducerPort {
   abort(): Promise<void>;
   /**
    * After a failed sendOffsets()/commit(): aborts the transaction and resolves true only when the
-   * broker confirmed it — the outcome is then known (nothing of it committed) and the producer
-   * can begin the next transaction. False: the outcome stays unknown (fenced, fatal, broker
-   * away, timed out) and the caller must init() again.
+   * outcome is known — nothing of it committed: the broker confirmed the abort, or the client
+   * had already ruled the transaction abort-only (it can never commit, and the next
+   * InitProducerId aborts it if the coordinator still holds it). False: the outcome stays
+   * unknown (fenced, fatal, broker away, timed out). Either way the caller calls init() before
+   * the next transaction.
    */
   abortAfterFailure(): Promise<boolean>;
   close(): Promise<void>;
@@ -205,8 +207,14 @@ export interface AdminPort {
   partitionCounts(topics: readonly string[]): Promise<Map<string, number>>;
   /** Creates missing topics; an existing topic with another partition count is INVALID_CONFIG. */
   ensureTopics(specs: readonly TopicSpec[]): Promise<void>;
-  /** The group's committed offsets for `topic` (partition → next offset; absent = none). */
-  committedOffsets(groupId: string, topic: string): Promise<Map<number, number>>;
+  /**
+   * The group's committed offsets for `topic` (partition → next offset; absent = none): of the
+   * given partitions only, or of every partition when none are given. Opening tasks ask for
+   * their own partitions: on librdkafka the read waits for transactions still holding offsets
+   * of the partitions asked for (require_stable), and another member's transactions always hold
+   * some of its own.
+   */
+  committedOffsets(groupId: string, topic: string, partitions?: readonly number[]): Promise<Map<number, number>>;
   /** Earliest offset of each partition (where to start when nothing is committed). */
   beginningOffsets(topic: string): Promise<Map<number, number>>;
   /** The read_committed end (last stable offset) of each partition. */

@@ -8,6 +8,7 @@
 import type { IqgateError } from '../errors.js';
 import type { StoreEngine } from '../store/types.js';
 import { discardProducer } from './discard-producer.js';
+import { FreshPartitionReader } from './fresh-partition-reader.js';
 import { FreshTopicReader } from './fresh-topic-reader.js';
 import type { KafkaPorts, TaskProducer } from './ports.js';
 import type { ProcessingOptions } from './processing-options.js';
@@ -28,14 +29,14 @@ export interface TaskOpenerDeps {
 }
 
 export class TaskOpener {
-  private readonly committed: FreshTopicReader<Map<number, number>>;
+  private readonly committed: FreshPartitionReader;
   private readonly beginnings: FreshTopicReader<Map<number, number>>;
   private readonly ends: FreshTopicReader<Map<number, number>>;
 
   constructor(private readonly deps: TaskOpenerDeps) {
     const admin = deps.ports.admin;
     const appId = deps.options.applicationId;
-    this.committed = new FreshTopicReader((topic) => admin.committedOffsets(appId, topic));
+    this.committed = new FreshPartitionReader((topic, partitions) => admin.committedOffsets(appId, topic, partitions));
     this.beginnings = new FreshTopicReader((topic) => admin.beginningOffsets(topic));
     this.ends = new FreshTopicReader((topic) => admin.endOffsets(topic));
   }
@@ -70,7 +71,7 @@ export class TaskOpener {
       });
       const offsets = new Map<string, number>();
       for (const topic of plan.sourceTopics) {
-        const committed = (await this.committed.get(topic)).get(task.partition);
+        const committed = await this.committed.get(topic, task.partition);
         offsets.set(topic, committed ?? (await this.beginnings.get(topic)).get(task.partition) ?? 0);
       }
       if (cancelled()) return;

@@ -60,14 +60,21 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     beginningOffsets: (topic) => serial(() => kafkaAdmin.beginningOffsets(topic)),
     endOffsets: (topic) => serial(() => kafkaAdmin.endOffsets(topic)),
     close: () => kafkaAdmin.close(),
-    async committedOffsets(groupId, topic) {
+    async committedOffsets(groupId, topic, partitions) {
       // Before the consumer runs (nothing of this instance can be in a transaction yet), or for
       // another group: kafkajs' OffsetFetch, which has no require_stable.
-      if (groupId !== options.consumer.groupId || !consumer.connected()) return serial(() => kafkaAdmin.committedOffsets(groupId, topic));
-      const partitions = (await serial(() => kafkaAdmin.partitionCounts([topic]))).get(topic) ?? 0;
-      const committed = await consumer.committed(Array.from({ length: partitions }, (_v, partition) => ({ topic, partition })));
+      if (groupId !== options.consumer.groupId || !consumer.connected()) return serial(() => kafkaAdmin.committedOffsets(groupId, topic, partitions));
+      // Only the partitions asked for. With require_stable the broker answers
+      // UNSTABLE_OFFSET_COMMIT for a partition whose offsets a transaction still holds, and
+      // librdkafka retries the whole request: asking for every partition of the topic made each
+      // read wait for the transactions of the other members, which commit their own partitions
+      // every commit interval — at 1000 partitions with a second instance, reads timed out again
+      // and again (bench:scale).
+      const asked = partitions ?? Array.from({ length: (await serial(() => kafkaAdmin.partitionCounts([topic]))).get(topic) ?? 0 }, (_v, p) => p);
+      if (asked.length === 0) return new Map();
+      const committed = await consumer.committed(asked.map((partition) => ({ topic, partition })));
       const result = new Map<number, number>();
-      for (let partition = 0; partition < partitions; partition += 1) {
+      for (const partition of asked) {
         const offset = committed.get(`${topic}\u0000${partition}`);
         if (offset !== undefined) result.set(partition, offset);
       }

@@ -51,16 +51,41 @@ function call(run: (cb: Callback) => void, context: string): Promise<void> {
  * gets what is left of the budget. Measured at 1000 partitions under load (bench:scale): single
  * 5 s attempts failed and rolled back every task.
  */
-async function callRetrying(run: (timeoutMs: number, cb: Callback) => void, context: string, budgetMs: number): Promise<void> {
-  const deadline = Date.now() + budgetMs;
+export async function callRetrying(run: (timeoutMs: number, cb: Callback) => void, context: string, budgetMs: number, log?: KafkaLogSink): Promise<void> {
+  const started = Date.now();
+  const deadline = started + budgetMs;
   for (let attempt = 0; ; attempt += 1) {
     const left = Math.max(1, deadline - Date.now());
+    const attemptStarted = Date.now();
     const error = await new Promise<unknown>((resolve) => run(left, (err) => resolve(err ?? null)));
-    if (error === null) return;
-    if (!isRetriableTxnError(error) || Date.now() + 50 >= deadline) throw fromRdkafkaError(error, context);
+    if (error === null) {
+      if (attempt > 0) log?.debug({ context, attempts: attempt + 1, elapsedMs: Date.now() - started }, 'transactional call succeeded after retries');
+      return;
+    }
+    const retriable = isRetriableTxnError(error);
+    // One line per failed attempt: which error, librdkafka's flags, how long the attempt took
+    // (librdkafka retries CONCURRENT_TRANSACTIONS itself within the attempt's timeout).
+    log?.debug({
+      context, attempt: attempt + 1, code: rdkafkaCode(error), message: error instanceof Error ? error.message : String((error as { message?: unknown }).message),
+      ...flagsOf(error), retriable, attemptMs: Date.now() - attemptStarted, elapsedMs: Date.now() - started, budgetMs,
+    }, 'transactional call attempt failed');
+    if (!retriable || Date.now() + 50 >= deadline) throw fromRdkafkaError(error, context);
     await new Promise((resolve) => setTimeout(resolve, Math.min(500, 20 * 2 ** attempt)));
   }
 }
+
+function flagsOf(error: unknown): Record<string, boolean> {
+  if (error === null || typeof error !== 'object') return {};
+  const { isRetriable, isFatal, isTxnRequiresAbort } = error as { isRetriable?: unknown; isFatal?: unknown; isTxnRequiresAbort?: unknown };
+  const flags: Record<string, boolean> = {};
+  if (typeof isRetriable === 'boolean') flags.isRetriable = isRetriable;
+  if (typeof isFatal === 'boolean') flags.isFatal = isFatal;
+  if (typeof isTxnRequiresAbort === 'boolean') flags.isTxnRequiresAbort = isTxnRequiresAbort;
+  return flags;
+}
+
+/** RD_KAFKA_RESP_ERR__CONFLICT: "Conflicting <call> API call is already in progress". */
+const CONFLICT = -173;
 
 /** The coordinator is busy or moving; the transaction itself is intact. */
 const COORDINATOR_BUSY = new Set([
@@ -80,9 +105,21 @@ export function isRetriableTxnError(error: unknown): boolean {
   if (error === null || typeof error !== 'object') return false;
   const flags = error as { isRetriable?: boolean; isFatal?: boolean; isTxnRequiresAbort?: boolean };
   if (flags.isFatal === true || flags.isTxnRequiresAbort === true) return false;
+  // Another transactional call is left to resume (a commit that timed out): librdkafka flags the
+  // conflict retriable, but only resuming that call ends it — an abort asked again would wait
+  // out its whole budget before the caller learns the outcome is unknown.
+  if (rdkafkaCode(error) === CONFLICT) return false;
   if (flags.isRetriable === true) return true;
   const code = rdkafkaCode(error);
   return code !== undefined && COORDINATOR_BUSY.has(code);
+}
+
+/** librdkafka's verdict on a failed call: the transaction can only be aborted (and is not fenced). */
+function txnRequiresAbort(error: unknown): boolean {
+  const flagsOf = (e: unknown): { isTxnRequiresAbort?: unknown; isFatal?: unknown } => (e !== null && typeof e === 'object' ? e as { isTxnRequiresAbort?: unknown; isFatal?: unknown } : {});
+  // callRetrying throws an IqgateError whose cause is librdkafka's error.
+  const raw = flagsOf(error !== null && typeof error === 'object' && 'cause' in error ? (error as { cause: unknown }).cause : error);
+  return raw.isTxnRequiresAbort === true && raw.isFatal !== true;
 }
 
 export class RdkafkaStreamProducer implements StreamProducerPort {
@@ -95,6 +132,8 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
   /** A record librdkafka refused at produce(): the transaction cannot commit. */
   private produceError: unknown = null;
   private closed = false;
+  /** Why the open transaction's sendOffsets()/commit() failed (null: it did not). */
+  private failure: unknown = null;
 
   constructor(private readonly rd: RdkafkaModule, private readonly options: RdkafkaStreamProducerOptions) {}
 
@@ -127,7 +166,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const context = `init producer ${this.transactionalId}`;
     // allTopics false: only the brokers' metadata at connect, not every topic's (see the consumer's run()).
     await call((cb) => producer.connect({ timeout: this.timeout, allTopics: false }, (err) => cb(err)), context);
-    await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.timeout);
+    await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.timeout, this.options.log);
     this.begin();
   }
 
@@ -136,6 +175,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     if (producer === null || this.begun !== null) return;
     this.began = false;
     this.produceError = null;
+    this.failure = null;
     this.begun = call((cb) => producer.beginTransaction(cb), `begin transaction ${this.transactionalId}`).then(() => {
       this.began = true;
       const waiting = this.waiting;
@@ -183,16 +223,30 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const producer = await this.open();
     const consumer = this.options.consumer();
     const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
-    await callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.timeout);
+    await this.failing(callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.timeout, this.options.log));
+  }
+
+  /** Remembers why a transactional call failed, for abortAfterFailure(). */
+  private async failing(call: Promise<void>): Promise<void> {
+    try {
+      await call;
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
   }
 
   async commit(): Promise<void> {
     const producer = await this.open();
-    try {
-      await callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.timeout);
-    } finally {
-      this.begun = null;
-    }
+    // A failed commit leaves its transaction open (this.begun set): abortAfterFailure() must be
+    // able to try the abort. Clearing it here made every failed commit — a record timed out
+    // (bench:scale, 1000 partitions), an abortable error — look unabortable, and the committer
+    // then rolled back and re-opened every task of the cut. librdkafka itself refuses the abort
+    // once EndTxn(commit) may have reached the coordinator (state CommittingTransaction and
+    // later, or a commit call left to resume), so a confirmed abort still means nothing of the
+    // transaction committed.
+    await this.failing(callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.timeout, this.options.log));
+    this.begun = null;
     this.begin();
   }
 
@@ -210,20 +264,38 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     }
   }
 
+  /**
+   * Known outcome when librdkafka confirms the abort, or when the failure itself said the
+   * transaction can only be aborted (isTxnRequiresAbort: librdkafka is in its abortable-error
+   * state, in which it never sends EndTxn(commit), and the next InitProducerId aborts the
+   * transaction if the coordinator still holds it open). Either way the caller initialises the
+   * producer again before the next transaction (a fresh client, whatever this one's state).
+   */
   async abortAfterFailure(): Promise<boolean> {
     const producer = this.producer;
     const begun = this.begun;
+    const requiresAbort = txnRequiresAbort(this.failure);
     this.begun = null;
     this.waiting = [];
+    this.failure = null;
     if (producer === null || begun === null) return false;
     try {
       await begun;
-      // librdkafka refuses to abort after a fatal error (fenced): the outcome then stays unknown.
-      // Short: when the broker is away this only delays the re-initialisation that follows.
-      await call((cb) => producer.abortTransaction(Math.min(this.timeout, 5_000), cb), `abort transaction ${this.transactionalId}`);
+      // librdkafka refuses to abort after a fatal error (fenced) and once the commit may have
+      // reached the coordinator (state CommittingTransaction and later, or a commit call left to
+      // resume): the outcome then stays unknown. The abort gets the same budget and retries as
+      // the other calls: after a record timed out librdkafka bumps the epoch once EndTxn(abort)
+      // is done, which waits for the coordinator to write the abort markers.
+      await callRetrying((timeoutMs, cb) => producer.abortTransaction(timeoutMs, cb), `abort transaction ${this.transactionalId}`, this.timeout, this.options.log);
       return true;
-    } catch {
-      return false;
+    } catch (error) {
+      // bench:scale, 1000 partitions: EndTxn(abort) answered at once, but the coordinator took
+      // 22 s to write the abort markers to every partition of the transaction, so the epoch
+      // bump (and the call) timed out — with the outcome long known.
+      this.options.log?.debug({ err: error, transactionalId: this.transactionalId, requiresAbort }, requiresAbort
+        ? 'abort after a failed commit not confirmed in time; the failure required an abort, so nothing of the transaction commits'
+        : 'abort after a failed commit was refused: outcome unknown');
+      return requiresAbort;
     }
   }
 

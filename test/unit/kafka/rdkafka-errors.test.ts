@@ -30,6 +30,7 @@ describe('librdkafka errors', () => {
     expect(isRetriableTxnError(rdError(51, { isTxnRequiresAbort: true }))).toBe(false);
     expect(isRetriableTxnError(rdError(51, { isFatal: true }))).toBe(false);
     expect(isRetriableTxnError(rdError(48))).toBe(false); // INVALID_TXN_STATE
+    expect(isRetriableTxnError(rdError(-173, { isRetriable: true }))).toBe(false); // _CONFLICT: another call is left to resume
     expect(isRetriableTxnError(null)).toBe(false);
   });
 });

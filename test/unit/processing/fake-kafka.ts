@@ -342,12 +342,12 @@ export function fakePorts(broker: FakeBroker, groupId: string, failures: FakeFai
         broker.createTopic(s.topic, s.partitions);
       }
     },
-    committedOffsets: async (group, topic) => {
+    committedOffsets: async (group, topic, partitions) => {
       reachable(`fetch committed offsets of ${group}`);
       const result = new Map<number, number>();
       for (const [key, offset] of broker.groupOffsets) {
         const [g, t, p] = key.split(':');
-        if (g === group && t === topic) result.set(Number(p), offset);
+        if (g === group && t === topic && (partitions === undefined || partitions.includes(Number(p)))) result.set(Number(p), offset);
       }
       return result;
     },

@@ -113,7 +113,8 @@ describe('exactly-once v2: one transaction for the instance', () => {
     h.failures.commit = true;
     await h.commitAll();
     h.failures.commit = false;
-    // Known outcome: no re-open (no InitProducerId, no SUSPENDED), the uncommitted work is gone.
+    // Known outcome: no re-open (no SUSPENDED, no restore), the uncommitted work is gone; the
+    // producer alone is initialised again, before the next transaction.
     expect(h.manager.localTasks().map((t) => t.state)).toEqual(['RUNNING', 'RUNNING']);
     expect(h.broker.calls.filter((c) => c.startsWith('init:'))).toEqual([]);
     expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
@@ -121,6 +122,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
 
     await h.pump(); // the consumer was sought back to the committed offsets
     await h.commitAll();
+    expect(h.broker.calls.filter((c) => c.startsWith('init:'))).toEqual(['init:app-instance-1']);
     expect(await h.counts('counts', 0, true)).toEqual(new Map([['a', 2]]));
     expect(await h.counts('counts', 1, true)).toEqual(new Map([['b', 2]]));
     expect(outputCounts(h, 'a')).toEqual([1, 2]);
@@ -156,6 +158,25 @@ describe('exactly-once v2: one transaction for the instance', () => {
     // owner starts at x1.
     expect(h.broker.groupOffsets.get('app:in:0')).toBe(1);
     expect(outputCounts(h, 'a')).toEqual([1]);
+  });
+
+  it('commits the last work of all revoked tasks in one transaction, however many close at once, before the partitions are given up', async () => {
+    const partitions = [0, 1, 2, 3, 4, 5];
+    const h = await harnesses.start({
+      topology: countTopology(), partitions: 6, broker: brokerWithTopics(['in', 'out'], 6), eosV2: true,
+      options: { maxConcurrentControlOps: 2 },
+    });
+    h.ports.consumer.assign(partitions.map((partition) => ({ topic: 'in', partition })));
+    await h.manager.control.idle();
+    await waitFor(() => h.manager.localTasks().length === 6 && h.manager.localTasks().every((t) => t.state === 'RUNNING'));
+    for (const partition of partitions) send(h.broker, 'in', partition, `k${partition}`, 'v');
+    await h.pump();
+    h.broker.calls.length = 0;
+    await h.manager.onRevoked([1, 2, 3, 4, 5].map((partition) => ({ topic: 'in', partition })), false);
+    // Closing two at a time used to ask for one cycle per pair: three transactions.
+    expect(h.broker.calls.filter((c) => c === 'commit')).toEqual(['commit']);
+    for (const partition of [1, 2, 3, 4, 5]) expect(h.broker.groupOffsets.get(`app:in:${partition}`)).toBe(1);
+    expect(h.manager.localTasks().map((t) => t.partition)).toEqual([0]);
   });
 
   it('rolls back and re-opens every task of a transaction with an unknown outcome, and re-processes exactly once', async () => {

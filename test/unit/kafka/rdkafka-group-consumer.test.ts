@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import type { RdkafkaModule } from '../../../src/kafka/librdkafka/native.js';
+import { RdkafkaGroupConsumer } from '../../../src/kafka/librdkafka/rdkafka-group-consumer.js';
+
+const ERR_ASSIGN = -175;
+const ERR_REVOKE = -174;
+
+/** A librdkafka KafkaConsumer whose seek() answers `seekError`; the test drives its rebalance callback. */
+function fakeRdkafka(seekError: unknown) {
+  type Rebalance = (err: { code: number }, assignment: Array<{ topic: string; partition: number }>) => void;
+  const driver: { rebalance: Rebalance | null; seeks: unknown[]; calls: string[] } = { rebalance: null, seeks: [], calls: [] };
+  class KafkaConsumer {
+    constructor(config: { rebalance_cb: Rebalance }) { driver.rebalance = config.rebalance_cb; }
+    setDefaultConsumeTimeout(): void {}
+    setDefaultIsTimeoutOnlyForFirstMessage(): void {}
+    on(): this { return this; }
+    connect(_options: unknown, cb: (err: unknown) => void): void { setImmediate(() => cb(null)); }
+    subscribe(): void {}
+    consume(_n: number, cb: (err: unknown, messages: unknown[]) => void): void { setTimeout(() => cb(null, []), 5); } // no records in these tests
+    isConnected(): boolean { return false; }
+    assignmentLost(): boolean { return false; }
+    incrementalAssign(): void { driver.calls.push('incrementalAssign'); }
+    incrementalUnassign(): void { driver.calls.push('incrementalUnassign'); }
+    queryWatermarkOffsets(_topic: string, partition: number): void { driver.calls.push(`watermarks:${partition}`); }
+    pause(): void {}
+    resume(): void {}
+    seek(toppar: unknown, _timeout: number, cb: (err: unknown) => void): void {
+      driver.seeks.push(toppar);
+      setImmediate(() => cb(seekError));
+    }
+  }
+  return { rd: { KafkaConsumer } as unknown as RdkafkaModule, driver };
+}
+
+function consumerWithLog(rd: RdkafkaModule) {
+  const lines: Array<{ level: string; message: string }> = [];
+  const at = (level: string) => (_fields: Record<string, unknown>, message: string): void => { lines.push({ level, message }); };
+  const consumer = new RdkafkaGroupConsumer(rd, {
+    brokers: ['127.0.0.1:1'], clientId: 'test', groupId: 'g', topics: ['t'],
+    log: { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') },
+  });
+  return { consumer, lines };
+}
+
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('RdkafkaGroupConsumer rebalances', () => {
+  it('wakes the fetchers of the partitions it keeps once it gave the revoked ones up (librdkafka held them all back meanwhile)', async () => {
+    const { rd, driver } = fakeRdkafka(null);
+    const { consumer } = consumerWithLog(rd);
+    let release!: () => void;
+    await consumer.run({
+      onBatch: () => true,
+      onAssignment: () => {},
+      onRebalancing: () => {},
+      onCrash: () => {},
+      onRevoked: () => new Promise<void>((resolve) => { release = resolve; }),
+    });
+    driver.rebalance!({ code: ERR_ASSIGN }, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+    consumer.resume([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]); // both tasks open
+    driver.calls.length = 0;
+    driver.rebalance!({ code: ERR_REVOKE }, [{ topic: 't', partition: 1 }]);
+    await settle();
+    expect(driver.calls).toEqual([]); // the revoked task's last commit is under way
+    release();
+    await settle();
+    expect(driver.calls).toEqual(['incrementalUnassign', 'watermarks:0']);
+    await consumer.stop();
+  });
+});
+
+describe('RdkafkaGroupConsumer.seek', () => {
+  it('does not warn when librdkafka only stopped waiting for the seek\'s result (the binding waits 10 ms; the seek is queued and applies)', async () => {
+    const { rd, driver } = fakeRdkafka(Object.assign(new Error('Local: Timed out'), { code: -185 }));
+    const { consumer, lines } = consumerWithLog(rd);
+    driver.rebalance!({ code: ERR_ASSIGN }, [{ topic: 't', partition: 0 }]);
+    consumer.seek({ topic: 't', partition: 0, offset: 5 });
+    await settle();
+    expect(driver.seeks).toHaveLength(1);
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+    expect(lines.some((l) => l.level === 'debug' && l.message.includes('seek'))).toBe(true);
+  });
+
+  it('warns when librdkafka refused the seek', async () => {
+    const { rd, driver } = fakeRdkafka(Object.assign(new Error('Local: Erroneous state'), { code: -172 }));
+    const { consumer, lines } = consumerWithLog(rd);
+    driver.rebalance!({ code: ERR_ASSIGN }, [{ topic: 't', partition: 0 }]);
+    consumer.seek({ topic: 't', partition: 0, offset: 5 });
+    await settle();
+    expect(lines.filter((l) => l.level === 'warn').map((l) => l.message)).toEqual(['librdkafka: seek failed']);
+  });
+});
