@@ -21,7 +21,7 @@ export interface ListenOptions {
   /**
    * Called as each request starts; the function it returns once the request no longer waits:
    * when its response head is written (explicitly or by the first write) or the connection
-   * closes. A streamed response (SSE) stops waiting when it starts streaming. serve() tells the
+   * closes, whichever comes first (called once). A streamed response (SSE) stops waiting when it starts streaming. serve() tells the
    * runtime, which lends the event loop to waiting requests (src/runtime/query-share.ts).
    */
   readonly onRequest?: () => () => void;
@@ -30,7 +30,13 @@ export interface ListenOptions {
 export async function listenGateway(gateway: Gateway, options: ListenOptions): Promise<ListeningGateway> {
   const onRequest = options.onRequest;
   const server = onRequest === undefined ? createServer(gateway) : createServer((request, response) => {
-    const done = onRequest();
+    const finished = onRequest();
+    let waiting = true;
+    const done = (): void => {
+      if (!waiting) return;
+      waiting = false;
+      finished();
+    };
     const writeHead = response.writeHead;
     response.writeHead = function (this: typeof response, ...args: Parameters<typeof writeHead>) {
       done();
