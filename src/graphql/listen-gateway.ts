@@ -21,8 +21,9 @@ export interface ListenOptions {
   /**
    * Called as each request starts; the function it returns once the request no longer waits:
    * when its response head is written (explicitly or by the first write) or the connection
-   * closes, whichever comes first (called once). A streamed response (SSE) stops waiting when it starts streaming. serve() tells the
-   * runtime, which lends the event loop to waiting requests (src/runtime/query-share.ts).
+   * closes, whichever comes first (called once). A streamed response (SSE) stops waiting when
+   * it starts streaming. serve() tells the runtime, which lends the event loop to waiting
+   * requests (src/runtime/query-share.ts).
    */
   readonly onRequest?: () => () => void;
 }
