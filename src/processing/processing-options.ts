@@ -31,9 +31,10 @@ export const processingOptionsSchema = z.object({
   processingSliceMs: z.number().positive().default(5),
   /**
    * The share of the event loop kept for gateway requests while any waits for its answer:
-   * processing then runs only in the first (1 − queryShare) of every 10 ms (0 turns it off).
+   * processing then runs only in the first (1 − queryShare) of every 10 ms (0 turns it off;
+   * bench:query:busy, docs/engine.md: 0.6 kept queries at 0.73× their idle rate, 0.5 at 0.62×).
    */
-  queryShare: z.number().min(0).max(0.9).default(0.5),
+  queryShare: z.number().min(0).max(0.9).default(0.6),
   /** Control operations (task open/close, commits) running at once. */
   maxConcurrentControlOps: z.number().int().positive().default(64),
   deserializationErrors: errorPolicySchema.default('fail'),
