@@ -16,6 +16,7 @@
  * Prints one line per figure and writes bench/results/processes.json. Brokers: KAFKA_BROKERS if
  * set, else a local broker from scripts/kafka/broker.ts.
  */
+import { benchBroker } from './bench-broker.js';
 import { Figures } from './figures.js';
 import '../src/kafka/kafkajs-patches.js';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -101,15 +102,7 @@ async function run(brokers: string[], admin: Admin, n: number, report: Figures['
 }
 
 async function main(): Promise<void> {
-  let brokers: string[];
-  let stop = async (): Promise<void> => {};
-  if (process.env.KAFKA_BROKERS) brokers = process.env.KAFKA_BROKERS.split(',');
-  else {
-    const { startBroker } = await import('../scripts/kafka/broker.js');
-    const broker = await startBroker();
-    brokers = broker.brokers.split(',');
-    stop = () => broker.stop();
-  }
+  const { brokers, stop } = await benchBroker();
   const admin = new Kafka({ clientId: 'bench-processes', brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   const figures = new Figures();

@@ -26,6 +26,7 @@
  * Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
  * Knobs: BENCH_LINES (100000), BENCH_CLIENTS (librdkafka,kafkajs), BENCH_LOG=info (progress).
  */
+import { benchBroker } from './bench-broker.js';
 import { Figures } from './figures.js';
 import { createTopicsRetrying } from '../scripts/kafka/create-topics.js';
 import '../src/kafka/kafkajs-patches.js';
@@ -42,13 +43,6 @@ const LINES = Number(process.env.BENCH_LINES ?? 100_000);
 const CLIENTS = (process.env.BENCH_CLIENTS ?? 'librdkafka,kafkajs').split(',') as Array<'librdkafka' | 'kafkajs'>;
 const PARTITIONS = 4;
 const suffix = `${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`;
-
-async function brokers(): Promise<{ brokers: string[]; stop: () => Promise<void> }> {
-  if (process.env.KAFKA_BROKERS) return { brokers: process.env.KAFKA_BROKERS.split(','), stop: async () => {} };
-  const { startBroker } = await import('../scripts/kafka/broker.js');
-  const broker = await startBroker();
-  return { brokers: broker.brokers.split(','), stop: () => broker.stop() };
-}
 
 /** Lines per second of bench/txn-loop.ts on `client`, in a process of its own. */
 function txnLoop(brokerList: readonly string[], input: string, output: string, client: string): number {
@@ -119,7 +113,7 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
 }
 
 async function main(): Promise<void> {
-  const broker = await brokers();
+  const broker = await benchBroker();
   const kafka = new Kafka({ clientId: 'bench-processing', brokers: broker.brokers, logLevel: logLevel.ERROR });
   const admin = kafka.admin();
   await admin.connect();

@@ -56,6 +56,7 @@
  * window too; the profiler slows what it watches: figures of such a run are diagnostics),
  * BENCH_LOG=info (progress on stderr).
  */
+import { benchBroker } from './bench-broker.js';
 import { Figures } from './figures.js';
 import { createTopicsRetrying } from '../scripts/kafka/create-topics.js';
 import '../src/kafka/kafkajs-patches.js';
@@ -95,13 +96,6 @@ const suffix = `${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toS
 const log = (message: string): void => {
   if (process.env.BENCH_LOG === 'info') console.error(`[${new Date().toISOString().slice(11, 23)}] ${message}`);
 };
-
-async function brokers(): Promise<{ brokers: string[]; stop: () => Promise<void> }> {
-  if (process.env.KAFKA_BROKERS) return { brokers: process.env.KAFKA_BROKERS.split(','), stop: async () => {} };
-  const { startBroker } = await import('../scripts/kafka/broker.js');
-  const broker = await startBroker();
-  return { brokers: broker.brokers.split(','), stop: () => broker.stop() };
-}
 
 interface LoadSummary {
   readonly requests: number;
@@ -411,7 +405,7 @@ async function measureClient(admin: Admin, brokerList: string[], input: string, 
 }
 
 async function main(): Promise<void> {
-  const broker = await brokers();
+  const broker = await benchBroker();
   const kafka = new Kafka({ clientId: 'bench-query-busy', brokers: broker.brokers, logLevel: logLevel.ERROR });
   const admin = kafka.admin();
   await admin.connect();

@@ -45,6 +45,7 @@ import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import type { StartupTimings } from '../src/runtime/runtime.js';
+import { benchBroker } from './bench-broker.js';
 import { Figures } from './figures.js';
 import { createTopicsRetrying } from '../scripts/kafka/create-topics.js';
 
@@ -64,13 +65,6 @@ const APP_ID = `restart-bench-${suffix}`;
 const TOPIC = `${APP_ID}-in`;
 
 const log = (line: string): void => { process.stderr.write(`${line}\n`); };
-
-async function brokers(): Promise<{ brokers: string[]; stop: () => Promise<void> }> {
-  if (process.env.KAFKA_BROKERS) return { brokers: process.env.KAFKA_BROKERS.split(','), stop: async () => {} };
-  const { startBroker } = await import('../scripts/kafka/broker.js');
-  const broker = await startBroker();
-  return { brokers: broker.brokers.split(','), stop: () => broker.stop() };
-}
 
 /** KEYS distinct keys, ~50 bytes of value each, spread over the partitions by key. */
 async function produceKeys(kafka: Kafka): Promise<void> {
@@ -212,7 +206,7 @@ function median(values: readonly number[]): number {
 }
 
 async function main(): Promise<void> {
-  const broker = await brokers();
+  const broker = await benchBroker();
   const kafka = new Kafka({ clientId: 'restart-bench', brokers: broker.brokers, logLevel: logLevel.NOTHING });
   const stateDir = await mkdtemp(join(tmpdir(), 'iqgate-restart-bench-'));
   try {

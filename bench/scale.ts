@@ -54,6 +54,7 @@
  * src/ would give; a run with any of them on says so on its first line. Prints one line per figure and writes bench/results/scale.json
  * ([{ name, unit, value }]). Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
  */
+import { benchBroker, type BenchBroker } from './bench-broker.js';
 import { Figures } from './figures.js';
 import '../src/kafka/kafkajs-patches.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -148,12 +149,10 @@ function resources(): Map<string, number> {
   return counts;
 }
 
-async function brokers(): Promise<{ brokers: string[]; local: boolean; stop: () => Promise<void> }> {
-  if (process.env.KAFKA_BROKERS) return { brokers: process.env.KAFKA_BROKERS.split(','), local: false, stop: async () => {} };
-  const { startBroker } = await import('../scripts/kafka/broker.js');
-  const broker = await startBroker();
-  note(`local broker ${broker.brokers} up in ${broker.startupMs} ms`);
-  return { brokers: broker.brokers.split(','), local: true, stop: () => broker.stop() };
+async function brokers(): Promise<BenchBroker> {
+  const broker = await benchBroker();
+  if (broker.local) note(`local broker ${broker.brokers.join(',')} up in ${String(broker.startupMs)} ms`);
+  return broker;
 }
 
 /**
