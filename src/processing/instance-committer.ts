@@ -46,8 +46,8 @@ export interface InstanceCommitterDeps {
   /** The tasks that may have uncommitted work (the assigned ones). */
   readonly tasks: () => Iterable<StreamTask>;
   readonly clock: () => number;
-  /** Shares the event loop with waiting queries (TaskManagerDeps.pacer); the cycle's slices follow it. */
-  readonly pacer?: ProcessingPacer;
+  /** The task manager's pacer (TaskManagerDeps.pacer): the cycle's slices follow its windows. */
+  readonly pacer: ProcessingPacer;
   readonly logger: TaskLogger;
   readonly onCommit?: (outcome: InstanceCommitOutcome) => void;
   readonly onCommitStep?: (step: CommitStep, taskId: string) => void;
@@ -136,6 +136,23 @@ export class InstanceCommitter {
     }
   }
 
+  /** Where the cycle's next synchronous stretch ends: SLICE_MS at most, less if the pacer says so. */
+  private sliceEnd(): number {
+    const now = this.deps.clock();
+    return now + Math.min(SLICE_MS, this.deps.pacer.budgetMs(now));
+  }
+
+  /**
+   * Yields to I/O and, while the pacer shares the event loop with waiting queries and rests,
+   * waits for processing's next window; then the end of the next stretch.
+   */
+  private async nextSlice(): Promise<number> {
+    const { clock, pacer } = this.deps;
+    await yieldToIo();
+    for (let now = clock(); pacer.budgetMs(now) <= 0; now = clock()) await new Promise((resolve) => setTimeout(resolve, pacer.restMs(now)));
+    return this.sliceEnd();
+  }
+
   private async cycle(): Promise<void> {
     const { producer, clock } = this.deps;
     const candidates = new Set<StreamTask>(this.extra);
@@ -168,8 +185,7 @@ export class InstanceCommitter {
       // instant, and processing and queries run in between instead of waiting for the whole
       // instance's flush and produce.
       const offsets: TopicPartitionOffset[] = [];
-      const pacer = this.deps.pacer;
-      let sliceEnd = clock() + (pacer === undefined ? SLICE_MS : Math.min(SLICE_MS, pacer.budgetMs(clock())));
+      let sliceEnd = this.sliceEnd();
       for (const task of dirty) {
         const cut = task.cut();
         if (cut === null) continue;
@@ -177,14 +193,7 @@ export class InstanceCommitter {
         stepOf('after-flush', cut);
         for (let from = 0; from < cut.output.length; from += PRODUCE_CHUNK) {
           producer.produce(cut.output.length <= PRODUCE_CHUNK ? cut.output : cut.output.slice(from, from + PRODUCE_CHUNK));
-          if (clock() >= sliceEnd) {
-            await yieldToIo();
-            // While the pacer shares the event loop with waiting queries, go on in its windows only.
-            for (let now = clock(); pacer !== undefined && pacer.budgetMs(now) <= 0; now = clock()) {
-              await new Promise((resolve) => setTimeout(resolve, pacer.restMs(now)));
-            }
-            sliceEnd = clock() + (pacer === undefined ? SLICE_MS : Math.min(SLICE_MS, pacer.budgetMs(clock())));
-          }
+          if (clock() >= sliceEnd) sliceEnd = await this.nextSlice();
         }
         for (const offset of cut.offsets) offsets.push(offset);
         stepOf('after-send', cut);

@@ -84,6 +84,11 @@ export interface TaskManagerDeps {
  */
 const SHARED_FETCH_RECORDS = 250;
 
+/** Without a pacer: processing never rests, in slices of `sliceMs`. */
+function fullSlices(sliceMs: number): ProcessingPacer {
+  return { sharing: () => false, budgetMs: () => sliceMs, restMs: () => 1 };
+}
+
 /** Paces the processing loop (see TaskManagerDeps.pacer). */
 export interface ProcessingPacer {
   /** Whether processing now shares the event loop (its budget is cut into windows). */
@@ -96,6 +101,8 @@ export interface ProcessingPacer {
 
 export class TaskManager implements ConsumerHandlers {
   private readonly clock: () => number;
+  /** deps.pacer, or processing in full slices of options.processingSliceMs. */
+  private readonly pacer: ProcessingPacer;
   private readonly plans: SubTopologyPlan[];
   private readonly planOfTopic = new Map<string, SubTopologyPlan>();
   private readonly sinkTopics: ReadonlyMap<string, string>;
@@ -134,6 +141,7 @@ export class TaskManager implements ConsumerHandlers {
 
   constructor(private readonly deps: TaskManagerDeps) {
     this.clock = deps.clock ?? Date.now;
+    this.pacer = deps.pacer ?? fullSlices(deps.options.processingSliceMs);
     const { topology, options } = deps;
     const appId = options.applicationId;
     this.plans = planSubTopologies(topology, appId);
@@ -147,7 +155,7 @@ export class TaskManager implements ConsumerHandlers {
       producer: streamProducer,
       tasks: () => this.tasks.values(),
       clock: this.clock,
-      ...(deps.pacer === undefined ? {} : { pacer: deps.pacer }),
+      pacer: this.pacer,
       logger: deps.logger,
       onCommit: (outcome) => {
         for (const task of this.tasks.values()) this.recovery.resetAttempts(task.id);
@@ -247,7 +255,7 @@ export class TaskManager implements ConsumerHandlers {
    */
   readyForMore(): boolean {
     // While the pacer rests, no new records either: handing them over (librdkafka) is processing too.
-    if (this.deps.pacer !== undefined && this.deps.pacer.budgetMs(this.clock()) <= 0) return false;
+    if (this.pacer.budgetMs(this.clock()) <= 0) return false;
     const limit = this.deps.options.maxBufferedRecordsPerTask * Math.max(1, this.tasks.size);
     if (this.bufferedTotal < limit) return true;
     let total = 0;
@@ -257,7 +265,7 @@ export class TaskManager implements ConsumerHandlers {
   }
 
   maxRecordsPerFetch(): number {
-    return this.deps.pacer?.sharing() === true ? SHARED_FETCH_RECORDS : Infinity;
+    return this.pacer.sharing() ? SHARED_FETCH_RECORDS : Infinity;
   }
 
   onRebalancing(): void {
@@ -415,9 +423,9 @@ export class TaskManager implements ConsumerHandlers {
     this.loopScheduled = false;
     if (this.stopping || this.failed || this.overBudgetAt !== null) return;
     const started = this.clock();
-    const budget = this.deps.pacer === undefined ? this.deps.options.processingSliceMs : this.deps.pacer.budgetMs(started);
+    const budget = this.pacer.budgetMs(started);
     if (budget <= 0) {
-      this.restLoop(this.deps.pacer!.restMs(started));
+      this.restLoop(this.pacer.restMs(started));
       return;
     }
     const deadline = started + budget;
