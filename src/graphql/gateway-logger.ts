@@ -10,6 +10,7 @@
  */
 import { createLogger, type YogaLogger } from 'graphql-yoga';
 import type { ErrorCode } from '../errors.js';
+import { isCoded } from './mask-error.js';
 
 /** Codes that answer the request itself (its input, or a state the client must react to). */
 const CLIENT_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -19,10 +20,10 @@ const CLIENT_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'TOO_MANY_ALIASES', 'TOO_MANY_DIRECTIVES', 'TOO_MANY_TOKENS', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED',
 ]);
 
-/** The code of an IqgateError, or of the IqgateError a GraphQLError wraps (recognised by shape: dual-package hazard). */
+/** The code of an IqgateError, or of the IqgateError a GraphQLError wraps. */
 function codeOf(error: unknown): string | undefined {
   for (let e = error, depth = 0; e instanceof Error && depth < 3; e = (e as { originalError?: unknown }).originalError, depth += 1) {
-    if (e.name === 'IqgateError' && typeof (e as { code?: unknown }).code === 'string') return (e as unknown as { code: string }).code;
+    if (isCoded(e)) return e.code;
   }
   return undefined;
 }

@@ -22,7 +22,8 @@ function isGraphQLErrorLike(error: unknown): error is GraphQLErrorLike {
   return error instanceof Error && error.name === 'GraphQLError' && typeof (error as { extensions?: unknown }).extensions === 'object';
 }
 
-function isCoded(error: unknown): error is IqgateError {
+/** An IqgateError, recognised by shape (see above). */
+export function isCoded(error: unknown): error is IqgateError {
   return error instanceof Error && error.name === 'IqgateError' && typeof (error as { code?: unknown }).code === 'string';
 }
 
