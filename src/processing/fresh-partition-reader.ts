@@ -7,35 +7,16 @@
  * whole topic instead made each read wait for the other members' transactions (require_stable:
  * the broker holds back an answer while a transaction holds offsets of any partition asked for).
  */
-export class FreshPartitionReader {
-  private readonly inFlight = new Map<string, Promise<Map<number, number>>>();
-  /** Per topic, the request that starts once the one in flight has settled, and who joined it. */
-  private readonly next = new Map<string, { readonly partitions: Set<number>; readonly result: Promise<Map<number, number>> }>();
+import { FreshTopicReader } from './fresh-topic-reader.js';
 
-  constructor(private readonly fetch: (topic: string, partitions: readonly number[]) => Promise<Map<number, number>>) {}
+export class FreshPartitionReader {
+  private readonly reader: FreshTopicReader<Map<number, number>, number>;
+
+  constructor(fetch: (topic: string, partitions: readonly number[]) => Promise<Map<number, number>>) {
+    this.reader = new FreshTopicReader((topic, partitions) => fetch(topic, [...partitions].sort((a, b) => a - b)));
+  }
 
   async get(topic: string, partition: number): Promise<number | undefined> {
-    let queued = this.next.get(topic);
-    if (queued === undefined) {
-      const partitions = new Set<number>();
-      const running = this.inFlight.get(topic);
-      // Whatever is in flight started before this call: wait for it, then fetch (for everyone
-      // who joined meanwhile). With nothing in flight the fetch still starts a few microtasks
-      // later, so the callers of this same turn share it.
-      const result = (running ?? Promise.resolve()).then(() => undefined, () => undefined).then(() => {
-        this.next.delete(topic);
-        const request = this.fetch(topic, [...partitions].sort((a, b) => a - b));
-        this.inFlight.set(topic, request);
-        const clear = (): void => {
-          if (this.inFlight.get(topic) === request) this.inFlight.delete(topic);
-        };
-        request.then(clear, clear);
-        return request;
-      });
-      queued = { partitions, result };
-      this.next.set(topic, queued);
-    }
-    queued.partitions.add(partition);
-    return (await queued.result).get(partition);
+    return (await this.reader.get(topic, partition)).get(partition);
   }
 }
