@@ -11,8 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postGraphQL } from '../../support/graphql.js';
-import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
+import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName } from '../../support/kafka.js';
 import { startMain, type MainProcess } from './main-process.js';
+import { balancesAt, sendAccounts } from '../../fixtures/apps/accounts-data.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'iqgate-main-app-'));
 let main: MainProcess | undefined;
@@ -43,21 +44,8 @@ describe('npm start with IQGATE_APP', () => {
     expect(url, main.output()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/graphql$/);
     expect(main.output()).toContain(`iqgate is serving ${app}: stores "balances"`);
 
-    const producer = kafka.producer();
-    await producer.connect();
-    await producer.send({ topic, messages: [
-      { key: 'alice', value: JSON.stringify({ balance: 10 }) },
-      { key: 'bob', value: JSON.stringify({ balance: 5 }) },
-      { key: 'alice', value: JSON.stringify({ balance: 12 }) },
-    ] });
-    await producer.disconnect();
-
-    type Answer = { alice: { value: unknown }; bob: { value: unknown } };
-    let answer: Answer | undefined;
-    await waitFor(async () => {
-      answer = await postGraphQL<Answer>(url!, '{ alice: get(store: "balances", key: "alice") { value } bob: get(store: "balances", key: "bob") { value } }');
-      return answer.bob.value !== null && (answer.alice.value as { balance?: number } | null)?.balance === 12;
-    }, 60_000, 200);
+    await sendAccounts(kafka, topic);
+    const answer = await balancesAt(url!);
     expect(answer).toEqual({ alice: { value: { balance: 12 } }, bob: { value: { balance: 5 } } });
     const stores = await postGraphQL<{ stores: Array<{ name: string; partitions: number }> }>(url!, '{ stores { name partitions } }');
     expect(stores.stores).toEqual([expect.objectContaining({ name: 'balances', partitions: 3 })]);

@@ -14,9 +14,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postGraphQL } from '../../support/graphql.js';
 import { createTopicsRetrying, kafkaBrokers, testKafka, uniqueName, waitFor } from '../../support/kafka.js';
 import { shipEnv } from './ship-env.js';
+import { balancesAt, sendAccounts } from '../../fixtures/apps/accounts-data.js';
 
 const root = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 const work = mkdtempSync(join(tmpdir(), 'iqgate-pack-'));
@@ -75,24 +75,7 @@ async function createTopicWithAccounts(topic: string): Promise<void> {
   await admin.connect();
   await createTopicsRetrying(admin, [{ topic, numPartitions: 2 }]);
   await admin.disconnect();
-  const producer = kafka.producer();
-  await producer.connect();
-  await producer.send({ topic, messages: [
-    { key: 'alice', value: JSON.stringify({ balance: 10 }) },
-    { key: 'bob', value: JSON.stringify({ balance: 5 }) },
-    { key: 'alice', value: JSON.stringify({ balance: 12 }) },
-  ] });
-  await producer.disconnect();
-}
-
-type Balances = { alice: { value: unknown }; bob: { value: unknown } };
-async function balancesAt(url: string): Promise<Balances> {
-  let answer: Balances | undefined;
-  await waitFor(async () => {
-    answer = await postGraphQL<Balances>(url, '{ alice: get(store: "balances", key: "alice") { value } bob: get(store: "balances", key: "bob") { value } }');
-    return answer.bob.value !== null && (answer.alice.value as { balance?: number } | null)?.balance === 12;
-  }, 60_000, 200).catch(() => undefined);
-  return answer!;
+  await sendAccounts(kafka, topic);
 }
 
 describe('the packed package, installed in a fresh project', () => {
