@@ -112,11 +112,14 @@ async function lane(name: string, runs: readonly Run[], seed: number): Promise<v
     const deadline = Date.now() + 60_000;
     for (;;) {
       updates = await readOutput(kafka, output);
-      if ([...expected].every(([w, n]) => updates.get(w)?.at(-1) === n)) break;
+      // The output may have converged before this run did anything (a crash right after the Kafka
+      // commit of the last input), so the run is also waited for until every store task has opened:
+      // only then does its log hold what it replayed.
+      if ([...expected].every(([w, n]) => updates.get(w)?.at(-1) === n) && storeTasksOpened(finalChild.logs) === PARTITIONS) break;
       if (Date.now() > deadline) {
         const problems = outputProblems(updates, expected, true).slice(0, 8);
         const childLogs = finalChild.logs.filter((l) => typeof l.level === 'number' && l.level >= 40).slice(-10);
-        throw new Error(`lane ${name}: output did not converge: ${problems.join('; ')}\nreports: ${JSON.stringify(reports)}\nwarnings: ${JSON.stringify(childLogs)}\n${finalChild.stderr()}`);
+        throw new Error(`lane ${name}: output did not converge or store tasks did not open (${storeTasksOpened(finalChild.logs)} of ${PARTITIONS}): ${problems.join('; ')}\nreports: ${JSON.stringify(reports)}\nwarnings: ${JSON.stringify(childLogs)}\n${finalChild.stderr()}`);
       }
       await new Promise((r) => setTimeout(r, 300));
     }
