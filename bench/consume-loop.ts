@@ -14,7 +14,9 @@
  * one-thread runtime cannot give to processing or queries).
  *
  * Usage: node --import tsx bench/consume-loop.ts <brokers> <topic> <records> <kafkajs|librdkafka>
- * The last stdout line is JSON: { "recordsPerSecond": n, "activeMicrosPerRecord": n }.
+ * With <records> 0 it reads until no record came for a second (a topic of unknown size: packed
+ * repartition records), and measures up to the last record.
+ * The last stdout line is JSON: { "records": n, "recordsPerSecond": n, "activeMicrosPerRecord": n }.
  */
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
@@ -26,7 +28,8 @@ const RECORDS = Number(recordsArg);
 const groupId = `bench-consume-${client}-${Date.now().toString(36)}`;
 const TIMEOUT_MS = 120_000;
 
-interface Span { firstAt: number; lastAt: number; elu: ReturnType<typeof performance.eventLoopUtilization> }
+interface Span { records: number; firstAt: number; lastAt: number; elu: ReturnType<typeof performance.eventLoopUtilization> }
+const QUIET_MS = 1000;
 
 /** Counts records until RECORDS; the span runs from the first delivered batch to the last. */
 class Counter {
@@ -43,10 +46,19 @@ class Counter {
       this.eluAtFirst = performance.eventLoopUtilization();
     }
     this.count += n;
+    if (RECORDS === 0) {
+      // Until the topic is read: the span ends at the last record once a quiet second follows it.
+      const span: Span = { records: this.count, firstAt: this.firstAt, lastAt: performance.now(), elu: performance.eventLoopUtilization(this.eluAtFirst) };
+      clearTimeout(this.quiet);
+      this.quiet = setTimeout(() => this.finish(span), QUIET_MS);
+      return false;
+    }
     if (this.count < RECORDS) return false;
-    this.finish({ firstAt: this.firstAt, lastAt: performance.now(), elu: performance.eventLoopUtilization(this.eluAtFirst) });
+    this.finish({ records: this.count, firstAt: this.firstAt, lastAt: performance.now(), elu: performance.eventLoopUtilization(this.eluAtFirst) });
     return true;
   }
+
+  private quiet: NodeJS.Timeout | undefined;
 }
 
 async function librdkafka(counter: Counter): Promise<() => Promise<void>> {
@@ -97,7 +109,7 @@ const span = await counter.done;
 clearTimeout(timer);
 await stop();
 const seconds = (span.lastAt - span.firstAt) / 1000;
-const result = { recordsPerSecond: RECORDS / seconds, activeMicrosPerRecord: (span.elu.active * 1000) / RECORDS };
-console.error(`[consume-loop ${client}] ${RECORDS} records in ${seconds.toFixed(2)} s: ${result.recordsPerSecond.toFixed(0)} records/s, ${result.activeMicrosPerRecord.toFixed(2)} µs of event loop per record`);
+const result = { records: span.records, recordsPerSecond: span.records / seconds, activeMicrosPerRecord: (span.elu.active * 1000) / span.records };
+console.error(`[consume-loop ${client}] ${span.records} records in ${seconds.toFixed(2)} s: ${result.recordsPerSecond.toFixed(0)} records/s, ${result.activeMicrosPerRecord.toFixed(2)} µs of event loop per record`);
 console.log(JSON.stringify(result));
 process.exit(0);

@@ -86,6 +86,11 @@ async function run(brokers: string[], admin: Admin, n: number, report: Figures['
       await new Promise((resolve) => setTimeout(resolve, 100));
       const lines = await committed(admin, applicationId, input);
       if (lines > 0 && firstAt === 0) firstAt = performance.now();
+      if (process.env.BENCH_TRACE === '1') {
+        const repartition = `${applicationId}-words-repartition`;
+        const end = async (topic: string): Promise<number> => (await admin.fetchTopicOffsets(topic).catch(() => [])).reduce((sum, o) => sum + Number(o.high), 0);
+        process.stderr.write(`trace ${((performance.now() - started) / 1000).toFixed(1)} s: lines committed ${lines}, words produced ${await end(repartition)}, words committed ${await committed(admin, applicationId, repartition)}, output ${await end(output)}\n`);
+      }
       if (lines >= LINES && (await committed(admin, applicationId, `${applicationId}-words-repartition`)) >= words) break;
     }
   } finally {

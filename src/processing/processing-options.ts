@@ -35,6 +35,13 @@ export const processingOptionsSchema = z.object({
    * bench:query:busy, docs/engine.md: 0.6 kept queries at 0.73× their idle rate, 0.5 at 0.62×).
    */
   queryShare: z.number().min(0).max(0.9).default(0.6),
+  /**
+   * Write repartition topics as packs of records (src/processing/record-pack.ts): one Kafka
+   * record carries up to 128 of them, which the task downstream unpacks. Fewer Kafka records is
+   * what makes a repartitioning topology fast (docs/engine.md, "Packed repartition topics"); false
+   * writes one Kafka record per record, as Kafka Streams does. Readers take both.
+   */
+  packRepartition: z.boolean().default(true),
   /** Control operations (task open/close, commits) running at once. */
   maxConcurrentControlOps: z.number().int().positive().default(64),
   deserializationErrors: errorPolicySchema.default('fail'),

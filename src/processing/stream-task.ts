@@ -25,7 +25,8 @@ import { TransactionOutput } from './transaction-output.js';
 import type { ErrorPolicy } from './processing-options.js';
 import { RecordInbox } from './record-inbox.js';
 import { TaskNodeRunner } from './task-node-runner.js';
-import type { Topology } from './topology.js';
+import type { SourceNode, Topology } from './topology.js';
+import { isPack, recordsIn, unpackRecord, type PackedEntry } from './record-pack.js';
 import { transition, type TaskState } from './task-state.js';
 
 /** The points of the commit protocol, in order; a crash hook can stop the process at each. */
@@ -66,6 +67,8 @@ export interface StreamTaskConfig {
    * nothing is sent ahead (a processor error then rolls back in memory, never in Kafka).
    */
   readonly instanceTransaction?: boolean;
+  /** Repartition topics this task writes as packs (record-pack.ts): topic → partition count. */
+  readonly packedTopics?: ReadonlyMap<string, number>;
   readonly logger: TaskLogger;
 }
 
@@ -128,7 +131,7 @@ export class StreamTask {
   private readonly nodes: TaskNodeRunner;
   private dirty = false;
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
-  private pendingRollback: { record: InputRecord; error: unknown } | null = null;
+  private pendingRollback: { record: InputRecord; failed: InputRecord; error: unknown } | null = null;
   /** Processors asked to abort the open transaction (ProcessorContext.abortTransaction): settled at the commit point. */
   private abortRequests: Array<{ readonly source: RecordSource; readonly reason: string }> = [];
   private unsubscribeFlush: (() => void) | null = null;
@@ -140,7 +143,7 @@ export class StreamTask {
     const storeOfChangelog = new Map<string, string>();
     for (const [store, topic] of config.changelogTopics) storeOfChangelog.set(topic, store);
     for (const [store, topic] of config.changelogTopics) this.changelogStores.set(topic, store);
-    this.output = new TransactionOutput(storeOfChangelog, config.partition);
+    this.output = new TransactionOutput(storeOfChangelog, config.partition, config.packedTopics);
     this.nodes = new TaskNodeRunner({
       taskId: config.id,
       topology: config.topology,
@@ -179,7 +182,7 @@ export class StreamTask {
   }
 
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
-  get rollback(): { readonly record: InputRecord; readonly error: unknown } | null {
+  get rollback(): { readonly record: InputRecord; readonly failed: InputRecord; readonly error: unknown } | null {
     return this.pendingRollback;
   }
 
@@ -287,52 +290,85 @@ export class StreamTask {
   }
 
   private runRecord(record: InputRecord): void {
-    try {
-      this.processRecord(record);
-      this.txnRecords.push(record);
-    } catch (error) {
-      if (error instanceof FatalTaskError) throw error;
-      if (this.output.sentInTxn && this.config.processingErrors !== 'fail') {
-        // Records of this transaction are already in Kafka: abort it first (async, rollbackAndReplay).
-        this.pendingRollback = { record, error };
-        return;
+    // A processor error rolls the transaction back and replays it with the failed record (or
+    // pack entry) skipped; a pack is then processed again, so a later entry may fail in turn.
+    for (;;) {
+      try {
+        this.processRecord(record);
+        this.txnRecords.push(record);
+        break;
+      } catch (thrown) {
+        if (thrown instanceof FatalTaskError) throw thrown;
+        const { failed, error } = thrown instanceof EntryFailure ? thrown : { failed: record, error: thrown };
+        if (this.output.sentInTxn && this.config.processingErrors !== 'fail') {
+          // Records of this transaction are already in Kafka: abort it first (async, rollbackAndReplay).
+          this.pendingRollback = { record, failed, error };
+          return;
+        }
+        this.rollBackWithout(failed, error);
+        if (failed === record) {
+          this.processRecord(record); // a skip now: re-sends its dead letter
+          this.txnRecords.push(record); // kept (as skipped) so a later rollback replays the skip and its dead letter
+          break;
+        }
       }
-      this.onProcessorError(record, error);
     }
     this.nextOffsets.set(record.topic, record.offset + 1);
     this.dirty = true;
   }
 
   private processRecord(record: InputRecord): void {
+    const sources = this.config.sourcesByTopic.get(record.topic) ?? [];
+    for (const sourceName of sources) {
+      const source = this.nodes.node(sourceName);
+      if (source.kind !== 'source') continue;
+      if (source.internal && isPack(record)) {
+        let entries: PackedEntry[];
+        try {
+          entries = unpackRecord(record);
+        } catch (error) {
+          this.onDeserializationError(record, error);
+          return;
+        }
+        for (const entry of entries) {
+          try {
+            this.processSource(sourceName, source, entry);
+          } catch (error) {
+            if (error instanceof FatalTaskError) throw error;
+            throw new EntryFailure(entry, error);
+          }
+        }
+      } else {
+        this.processSource(sourceName, source, record);
+      }
+    }
+  }
+
+  private processSource(sourceName: string, source: SourceNode, record: InputRecord): void {
     // Only while replaying after a processor error (a key string per record costs on the hot path).
     if (this.skipOffsets.size > 0) {
-      const skipKey = `${record.topic}:${record.offset}`;
+      const skipKey = recordKey(record);
       if (this.skipOffsets.has(skipKey)) {
         const deadLetter = this.skipOffsets.get(skipKey);
         if (deadLetter != null) this.output.push(deadLetter); // the replayed transaction must carry it again
         return;
       }
     }
-    const sources = this.config.sourcesByTopic.get(record.topic) ?? [];
-    for (const sourceName of sources) {
-      const source = this.nodes.node(sourceName);
-      if (source.kind !== 'source') continue;
-      let key: unknown;
-      let value: unknown;
-      try {
-        key = record.key === null ? null : source.keySerde.deserialize(record.key);
-        value = record.value === null ? null : source.valueSerde.deserialize(record.value);
-      } catch (error) {
-        this.onDeserializationError(record, error);
-        return;
-      }
-      this.nodes.runSource(sourceName, record, key, value);
+    let key: unknown;
+    let value: unknown;
+    try {
+      key = record.key === null ? null : source.keySerde.deserialize(record.key);
+      value = record.value === null ? null : source.valueSerde.deserialize(record.value);
+    } catch (error) {
+      this.onDeserializationError(record, error);
+      return;
     }
+    this.nodes.runSource(sourceName, record, key, value);
   }
 
   private onDeserializationError(record: InputRecord, error: unknown): void {
     const policy = this.config.deserializationErrors;
-    const fields = { taskId: this.id, topic: record.topic, partition: record.partition, offset: record.offset, policy, err: error };
+    const fields = { taskId: this.id, topic: record.topic, partition: record.partition, offset: record.offset, ...entryField(record), policy, err: error };
     if (policy === 'fail') {
       throw new FatalTaskError('DECODE_FAILED', `task ${this.id}: cannot deserialize ${record.topic}/${record.partition}@${record.offset}`, { cause: error, details: fields });
     }
@@ -340,23 +376,24 @@ export class StreamTask {
     if (policy === 'dead-letter') this.output.push(deadLetterRecord(this.config.deadLetterTopic, record, 'DECODE_FAILED', error));
   }
 
-  private onProcessorError(record: InputRecord, error: unknown): void {
+  /**
+   * A processor failed on `failed` (a record, or an entry of a pack): everything since the last
+   * commit is rolled back and the transaction's records are replayed without it. Under `fail`
+   * it throws FatalTaskError instead.
+   */
+  private rollBackWithout(failed: InputRecord, error: unknown): void {
     const policy = this.config.processingErrors;
-    const fields = { taskId: this.id, topic: record.topic, partition: record.partition, offset: record.offset, policy, err: error };
+    const fields = { taskId: this.id, topic: failed.topic, partition: failed.partition, offset: failed.offset, ...entryField(failed), policy, err: error };
     if (policy === 'fail') {
-      throw new FatalTaskError('PROCESSING_FAILED', `task ${this.id}: processor failed on ${record.topic}/${record.partition}@${record.offset}`, { cause: error, details: fields });
+      throw new FatalTaskError('PROCESSING_FAILED', `task ${this.id}: processor failed on ${failed.topic}/${failed.partition}@${failed.offset}`, { cause: error, details: fields });
     }
     this.config.logger.warn(fields, 'processor failed: rolling back the transaction and replaying without the record');
-    // Roll back everything since the last commit, then replay the same records without this one.
     const replay = this.txnRecords;
     const skipped = [...this.skipOffsets];
     this.dropUncommitted();
     for (const [key, deadLetter] of skipped) this.skipOffsets.set(key, deadLetter);
-    this.skipOffsets.set(`${record.topic}:${record.offset}`, policy === 'dead-letter' ? deadLetterRecord(this.config.deadLetterTopic, record, 'PROCESSING_FAILED', error) : null);
-    // Replay in order; the failed record is replayed last (as a skip, emitting its dead letter).
+    this.skipOffsets.set(recordKey(failed), policy === 'dead-letter' ? deadLetterRecord(this.config.deadLetterTopic, failed, 'PROCESSING_FAILED', error) : null);
     for (const r of replay) this.runRecord(r);
-    this.processRecord(record);
-    this.txnRecords.push(record); // kept (as skipped) so a later rollback replays the skip and its dead letter
   }
 
   /**
@@ -371,9 +408,8 @@ export class StreamTask {
     await this.producer?.abort();
     this.output.reset();
     this.pendingRollback = null;
-    this.onProcessorError(pending.record, pending.error);
-    this.nextOffsets.set(pending.record.topic, pending.record.offset + 1);
-    this.dirty = true;
+    this.rollBackWithout(pending.failed, pending.error);
+    this.runRecord(pending.record);
   }
 
   /**
@@ -421,7 +457,7 @@ export class StreamTask {
         this.abortAndReplay();
         this.flushAll();
       }
-      const records = this.txnRecords.length;
+      const records = this.txnRecordCount();
       step('after-flush');
       await this.output.drain(producer);
       step('after-send');
@@ -475,7 +511,7 @@ export class StreamTask {
     }
     const cut: TaskCut = {
       task: this,
-      records: this.txnRecords.length,
+      records: this.txnRecordCount(),
       output: this.output.take(),
       offsets: [...this.nextOffsets].map(([topic, offset]) => ({ topic, partition: this.partition, offset })),
       store: stores.capture(),
@@ -560,19 +596,26 @@ export class StreamTask {
     const skipped = [...this.skipOffsets];
     this.dropUncommitted();
     for (const [key, deadLetter] of skipped) this.skipOffsets.set(key, deadLetter);
-    const dropped = new Set(requests.map(({ source }) => `${source.topic}:${source.offset}`));
+    const dropped = new Set(requests.map(({ source }) => recordKey(source)));
     for (const key of dropped) this.skipOffsets.set(key, null);
     // Deliberate, so no error object (nor its stack) per abort: the code and the reasons.
     const code: ErrorCode = 'TRANSACTION_ABORTED';
     this.config.logger.info({
       taskId: this.id,
       code,
-      reasons: requests.map((r) => `${r.source.topic}/${r.source.partition}@${r.source.offset}: ${r.reason}`),
+      reasons: requests.map((r) => `${r.source.topic}/${r.source.partition}@${r.source.offset}${entryOf(r.source) === undefined ? '' : `#${String(entryOf(r.source))}`}: ${r.reason}`),
       dropped: dropped.size,
       replayed: replay.length - dropped.size,
     }, 'transaction aborted by a processor: rolled back, its other records replayed');
     this.config.onTransactionAborted?.(this.id, dropped.size, replay.length - dropped.size);
     for (const record of replay) this.runRecord(record);
+  }
+
+  /** Input records processed in the open transaction, a pack's entries each. */
+  private txnRecordCount(): number {
+    let count = 0;
+    for (const record of this.txnRecords) count += recordsIn(record);
+    return count;
   }
 
   /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */
@@ -584,4 +627,25 @@ export class StreamTask {
     this.output.reset();
     this.dirty = false;
   }
+}
+
+/** A processor failed on one entry of a pack: which one, and why. */
+class EntryFailure {
+  constructor(readonly failed: PackedEntry, readonly error: unknown) {}
+}
+
+/** What a skip is keyed by: topic and offset, and the entry of a pack. */
+function recordKey(record: RecordSource): string {
+  const entry = entryOf(record);
+  return entry === undefined ? `${record.topic}:${record.offset}` : `${record.topic}:${record.offset}:${entry}`;
+}
+
+/** A pack entry's index (PackedEntry, or the node runner's current source for one), else undefined. */
+function entryOf(record: RecordSource): number | undefined {
+  return (record as { readonly entry?: number }).entry;
+}
+
+function entryField(record: RecordSource): { entry?: number } {
+  const entry = entryOf(record);
+  return entry === undefined ? {} : { entry };
 }

@@ -75,6 +75,8 @@ export interface TaskManagerDeps {
    * requests while they wait (src/runtime/query-share.ts).
    */
   readonly pacer?: ProcessingPacer;
+  /** Partition count of each internal repartition topic (their sinks write packs: options.packRepartition). */
+  readonly repartitionPartitions?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -394,6 +396,7 @@ export class TaskManager implements ConsumerHandlers {
       deadLetterTopic: options.deadLetterTopic,
       eagerSendRecords: options.sendAheadRecords,
       instanceTransaction: this.committer !== null,
+      ...(options.packRepartition && this.deps.repartitionPartitions ? { packedTopics: this.deps.repartitionPartitions } : {}),
       commitInputOffsets: (offsets) => this.deps.ports.consumer.commitOffsets(offsets),
       ...(this.deps.events.onCommitStep ? { onCommitStep: this.deps.events.onCommitStep } : {}),
       ...(this.deps.events.onTransactionAborted ? { onTransactionAborted: this.deps.events.onTransactionAborted } : {}),

@@ -48,7 +48,9 @@ export class TaskNodeRunner {
 
   /** Makes `record` the current input record and runs the children of its source node with the decoded key and value. */
   runSource(sourceName: string, record: InputRecord, key: unknown, value: unknown): void {
-    this.current = { topic: record.topic, partition: record.partition, offset: record.offset };
+    // `entry`: the record's index in a pack (record-pack.ts), so that an abort names one entry.
+    const source: RecordSource & { readonly entry: number | undefined } = { topic: record.topic, partition: record.partition, offset: record.offset, entry: (record as { readonly entry?: number }).entry };
+    this.current = source;
     this.currentTimestamp = record.timestamp;
     const typed: StreamRecord<unknown, unknown> = { key, value, timestamp: record.timestamp, headers: record.headers };
     for (const child of this.config.topology.children.get(sourceName) ?? []) this.runNode(child, typed);

@@ -6,6 +6,7 @@
  * send results, where each changelog ends — the offset the store commit records (KIP-1035).
  */
 import type { OutputRecord, SendResult, TaskProducer } from './ports.js';
+import { packRecords } from './record-pack.js';
 
 export class TransactionOutput {
   private pending: OutputRecord[] = [];
@@ -23,6 +24,8 @@ export class TransactionOutput {
     /** changelog topic → store name */
     private readonly storeOfChangelog: ReadonlyMap<string, string>,
     private readonly partition: number,
+    /** Repartition topics written as packs (record-pack.ts): topic → partition count. */
+    private readonly packed: ReadonlyMap<string, number> = new Map(),
   ) {}
 
   push(record: OutputRecord): void {
@@ -41,13 +44,13 @@ export class TransactionOutput {
   take(): OutputRecord[] {
     const output = this.pending;
     this.pending = [];
-    return output;
+    return packRecords(output, this.packed);
   }
 
   /** Starts sending what is buffered, after any earlier send. Failures surface in drain(). */
   sendAhead(producer: TaskProducer): void {
     if (this.pending.length === 0) return;
-    const output = this.pending;
+    const output = packRecords(this.pending, this.packed);
     this.pending = [];
     this.sentInTxn = true;
     const generation = this.generation;

@@ -19,10 +19,12 @@ export interface PrepareTopicsRequest {
   readonly groups: readonly string[][];
   /** Filled with each store's partition count as soon as it is known (before the topics are created). */
   readonly partitionsOfStore: Map<string, number>;
+  /** Filled with each internal repartition topic's partition count. */
+  readonly partitionsOfRepartition?: Map<string, number>;
 }
 
 /** Checks the input topics and creates the internal ones (repartition, changelog, dead-letter). */
-export async function prepareTopics({ admin, topology, options, groups, partitionsOfStore }: PrepareTopicsRequest): Promise<void> {
+export async function prepareTopics({ admin, topology, options, groups, partitionsOfStore, partitionsOfRepartition }: PrepareTopicsRequest): Promise<void> {
   const appId = options.applicationId;
   const internal = new Set<string>();
   for (const node of topology.nodes.values()) {
@@ -43,6 +45,7 @@ export async function prepareTopics({ admin, topology, options, groups, partitio
       if (upstream.length > 0 && upstream.every((c) => c !== undefined)) {
         counts.set(topic, Math.max(...(upstream as number[])));
         specs.push({ topic, partitions: counts.get(topic) ?? 1, compacted: false });
+        partitionsOfRepartition?.set(topic, counts.get(topic) ?? 1);
       }
     }
   }

@@ -78,6 +78,7 @@ export class Runtime {
   private engine: StoreEngine | null = null;
   private manager: TaskManager | null = null;
   private readonly partitionsOfStore = new Map<string, number>();
+  private readonly partitionsOfRepartition = new Map<string, number>();
   private stopRequested = false;
   private readonly startupRetry: StartupRetry;
   private readonly locator: StoreLocator;
@@ -164,7 +165,7 @@ export class Runtime {
       const ports = this.config.ports ?? createRuntimePorts({ options: o, topology: this.topology, advertisedUrl: this.advertised, logger: this.logger });
       this.ports = ports;
       await this.startupRetry.run('prepare topics', () => prepareTopics({
-        admin: ports.admin, topology: this.topology, options: o, groups, partitionsOfStore: this.partitionsOfStore,
+        admin: ports.admin, topology: this.topology, options: o, groups, partitionsOfStore: this.partitionsOfStore, partitionsOfRepartition: this.partitionsOfRepartition,
       }));
       if (this.stopRequested) return;
       timings.topicsReady = Date.now();
@@ -176,6 +177,7 @@ export class Runtime {
         engine: this.engine,
         logger: this.logger.child({ component: 'tasks' }),
         pacer: this.queryShare,
+        repartitionPartitions: this.partitionsOfRepartition,
         events: {
           onInstanceCommit: (outcome) => {
             this.monitor.committed(outcome.taskIds, outcome.durationMs, outcome.records);

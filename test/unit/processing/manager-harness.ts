@@ -42,6 +42,8 @@ export interface HarnessOptions {
   readonly logger?: TaskManagerLogger;
   /** Paces the processing loop (default: none, slices of processingSliceMs). */
   readonly pacer?: ProcessingPacer;
+  /** Partition counts of internal repartition topics, whose sinks then write packs (record-pack.ts). */
+  readonly repartitionPartitions?: ReadonlyMap<string, number>;
 }
 
 export async function startHarness(o: HarnessOptions): Promise<Harness> {
@@ -68,6 +70,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     engine,
     logger: o.logger ?? silentLogger,
     ...(o.pacer === undefined ? {} : { pacer: o.pacer }),
+    ...(o.repartitionPartitions === undefined ? {} : { repartitionPartitions: o.repartitionPartitions }),
     events: {
       onCommitStep: (step, taskId) => {
         steps.push(`${taskId}:${step}`);

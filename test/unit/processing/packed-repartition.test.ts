@@ -1,0 +1,114 @@
+/**
+ * A repartitioning topology on fake ports: lines are split into words, the words go through the
+ * internal repartition topic — as packs (record-pack.ts) unless packRepartition is false — and
+ * are counted downstream. What the counting side commits must not depend on the packing, and an
+ * error on one word of a pack must cost that word only.
+ */
+import { describe, expect, it } from 'vitest';
+import { partitionForKey } from '../../../src/murmur2.js';
+import { PACK_HEADER } from '../../../src/processing/record-pack.js';
+import type { ErrorPolicy } from '../../../src/processing/processing-options.js';
+import { TopologyBuilder } from '../../../src/processing/topology.js';
+import { serdes } from '../../../src/store/serdes.js';
+import { send, type Harness } from './manager-harness.js';
+import { brokerWithTopics, harnessesClosedAfterEach } from './processing-fixture.js';
+
+const WORD_PARTITIONS = 2;
+
+/** in → split into words → app-words (internal, by word) → counts; the word "boom" makes the counter throw, "abort" abort its transaction. */
+function topology() {
+  const b = new TopologyBuilder();
+  b.addSource('lines', 'in', serdes.string, serdes.string);
+  b.addProcessor<string, string>('split', (record, ctx) => {
+    for (const w of record.value.split(' ')) ctx.forward({ key: w, value: w, timestamp: record.timestamp });
+  }, ['lines']);
+  b.addSink('to-words', 'words', serdes.string, serdes.string, ['split'], { internal: true });
+  b.addSource('words', 'words', serdes.string, serdes.string, { internal: true });
+  b.addStore('counts', serdes.string, serdes.int32);
+  b.addProcessor<string, string>('count', (record, ctx) => {
+    if (record.key === 'boom') throw new Error('processor exploded');
+    if (record.key === 'abort') ctx.abortTransaction('no aborts here');
+    const store = ctx.store<string, number>('counts');
+    store.put(record.key, (store.get(record.key) ?? 0) + 1);
+  }, ['words'], ['counts']);
+  return b.build();
+}
+
+const LINES = ['kafka stream state kafka', 'query boom level state', 'graph kafka abort stream', 'state state state kafka'];
+
+const harnesses = harnessesClosedAfterEach();
+
+async function run(eosV2: boolean, options: { packRepartition?: boolean; processingErrors?: ErrorPolicy }): Promise<Harness> {
+  const broker = brokerWithTopics(['in']);
+  broker.createTopic('app-words', WORD_PARTITIONS);
+  const h = await harnesses.start({
+    topology: topology(), partitions: WORD_PARTITIONS, broker, eosV2, options,
+    repartitionPartitions: new Map([['app-words', WORD_PARTITIONS]]),
+  });
+  h.ports.consumer.assign([{ topic: 'in', partition: 0 }, ...Array.from({ length: WORD_PARTITIONS }, (_x, partition) => ({ topic: 'app-words', partition }))]);
+  await h.manager.control.idle();
+  for (const [i, line] of LINES.entries()) send(broker, 'in', 0, String(i), line);
+  await h.pump();
+  await h.commitAll(); // the words go out in this transaction…
+  await h.pump();
+  await h.commitAll(); // …and are counted in the next
+  return h;
+}
+
+async function allCounts(h: Harness): Promise<Map<string, number>> {
+  const all = new Map<string, number>();
+  for (let p = 0; p < WORD_PARTITIONS; p += 1) for (const [w, n] of await h.counts('counts', p)) all.set(w, n);
+  return all;
+}
+
+const expected = new Map([['kafka', 4], ['stream', 2], ['state', 5], ['query', 1], ['level', 1], ['graph', 1]]);
+
+describe.each([['one transaction per instance', true], ['a transaction per task', false]])('packed repartition topics (%s)', (_name, eosV2) => {
+  it('carry many words per Kafka record, and count the same as one record per word', async () => {
+    const packed = await run(eosV2, { processingErrors: 'skip' });
+    const plain = await run(eosV2, { processingErrors: 'skip', packRepartition: false });
+    expect(await allCounts(packed)).toEqual(expected);
+    expect(await allCounts(plain)).toEqual(expected);
+    const words = LINES.join(' ').split(' ').length;
+    expect(summary(plain)).toEqual({ records: words, packs: 0 });
+    expect(summary(packed)).toEqual({ records: WORD_PARTITIONS, packs: WORD_PARTITIONS });
+    // The counting tasks committed past every Kafka record of their partitions.
+    for (const h of [packed, plain]) {
+      for (let p = 0; p < WORD_PARTITIONS; p += 1) {
+        expect(h.broker.groupOffsets.get(`app:app-words:${p}`)).toBe(h.broker.readCommitted('app-words', p, 0).lso);
+      }
+    }
+  });
+
+  it('dead-letters the one word that failed, with its own key, and counts the rest of its pack', async () => {
+    const h = await run(eosV2, { processingErrors: 'dead-letter' });
+    expect(await allCounts(h)).toEqual(expected);
+    const dead = h.broker.readCommitted('app-dlq', 0, 0).records;
+    expect(dead.map((r) => r.key?.toString())).toEqual(['boom']);
+    expect(dead[0]?.headers['iqgate-error-code']).toBe('PROCESSING_FAILED');
+    expect(dead[0]?.headers[PACK_HEADER]).toBeUndefined();
+  });
+
+  it('fail: stops with PROCESSING_FAILED on the word, and commits nothing of its task: no count, no offset', async () => {
+    const h = await run(eosV2, { processingErrors: 'fail' });
+    expect(h.fatal).toHaveLength(1);
+    const boomPartition = partitionForKey(Buffer.from('boom'), WORD_PARTITIONS);
+    expect(String((h.fatal[0] as Error).message)).toContain(`processor failed on app-words/${boomPartition}@0`);
+    expect(await h.counts('counts', boomPartition)).toEqual(new Map());
+    expect(h.broker.groupOffsets.get(`app:app-words:${boomPartition}`)).toBeUndefined();
+  });
+});
+
+interface InputRecordsSummary { records: number; packs: number }
+
+function summary(h: Harness): InputRecordsSummary {
+  let records = 0;
+  let packs = 0;
+  for (let p = 0; p < WORD_PARTITIONS; p += 1) {
+    for (const r of h.broker.readCommitted('app-words', p, 0).records) {
+      records += 1;
+      if (r.headers[PACK_HEADER] !== undefined) packs += 1;
+    }
+  }
+  return { records, packs };
+}
