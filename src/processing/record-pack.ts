@@ -86,42 +86,86 @@ function encode(entries: readonly OutputRecord[], bytes: number): Buffer {
   return out;
 }
 
+interface OpenPack {
+  readonly topic: string;
+  readonly partition: number;
+  readonly entries: OutputRecord[];
+  bytes: number;
+}
+
 /**
- * Packs the records bound for `packed` topics (topic → partition count) with a non-null key;
- * every other record passes through as it is. Records of one partition keep their order, in
- * packs of at most PACK_MAX_ENTRIES entries and PACK_MAX_BYTES bytes.
+ * Packs the records bound for `packed` topics (topic → partition count) with a non-null key, as
+ * they come: add() hands back a pack as soon as one is full, so the encoding is spread over the
+ * processing that emits the records instead of falling on the commit; flush() closes the rest.
+ * Records of one partition keep their order, in packs of at most PACK_MAX_ENTRIES entries and
+ * PACK_MAX_BYTES bytes.
  */
-export function packRecords(records: readonly OutputRecord[], packed: ReadonlyMap<string, number>): OutputRecord[] {
-  if (packed.size === 0) return records as OutputRecord[];
-  const out: OutputRecord[] = [];
-  const open = new Map<string, { topic: string; partition: number; entries: OutputRecord[]; bytes: number }>();
-  const close = (pack: { topic: string; partition: number; entries: OutputRecord[]; bytes: number }): void => {
-    const last = pack.entries[pack.entries.length - 1];
-    out.push({ topic: pack.topic, partition: pack.partition, key: null, value: encode(pack.entries, pack.bytes), headers: PACK_HEADERS, ...(last?.timestamp !== undefined ? { timestamp: last.timestamp } : {}) });
-  };
-  for (const record of records) {
-    const partitions = packed.get(record.topic);
-    if (partitions === undefined || record.key === null) {
-      out.push(record);
-      continue;
-    }
-    const partition = record.partition ?? partitionForKey(record.key, partitions);
+export class PackWriter {
+  private readonly open = new Map<string, OpenPack>();
+  /** Entries in packs not closed yet. */
+  entries = 0;
+
+  constructor(private readonly packed: ReadonlyMap<string, number>) {}
+
+  /** Whether `record` goes into a pack (else it is sent as it is). */
+  takes(record: OutputRecord): boolean {
+    return record.key !== null && this.packed.has(record.topic);
+  }
+
+  /** Adds a record that takes() accepted; returns the pack it closed, if any. */
+  add(record: OutputRecord & { readonly key: Buffer }): OutputRecord | null {
+    const partition = record.partition ?? partitionForKey(record.key, this.packed.get(record.topic) ?? 1);
     const id = `${record.topic}\u0000${partition}`;
     const size = entrySize(record);
-    let pack = open.get(id);
+    let closed: OutputRecord | null = null;
+    let pack = this.open.get(id);
     if (pack !== undefined && (pack.entries.length >= PACK_MAX_ENTRIES || pack.bytes + size > PACK_MAX_BYTES)) {
-      close(pack);
+      closed = this.close(pack);
+      this.open.delete(id);
       pack = undefined;
     }
     if (pack === undefined) {
       pack = { topic: record.topic, partition, entries: [], bytes: 0 };
-      open.set(id, pack);
+      this.open.set(id, pack);
     }
     pack.entries.push(record);
     pack.bytes += size;
+    this.entries += 1;
+    return closed;
   }
-  for (const pack of open.values()) close(pack);
-  return out;
+
+  /** Closes every open pack. */
+  flush(): OutputRecord[] {
+    const packs = [...this.open.values()].map((pack) => this.close(pack));
+    this.open.clear();
+    return packs;
+  }
+
+  /** Forgets the open packs (an abandoned transaction). */
+  clear(): void {
+    this.open.clear();
+    this.entries = 0;
+  }
+
+  private close(pack: OpenPack): OutputRecord {
+    this.entries -= pack.entries.length;
+    const last = pack.entries[pack.entries.length - 1];
+    return { topic: pack.topic, partition: pack.partition, key: null, value: encode(pack.entries, pack.bytes), headers: PACK_HEADERS, ...(last?.timestamp !== undefined ? { timestamp: last.timestamp } : {}) };
+  }
+}
+
+/** packRecords(records) = what a PackWriter makes of them, with the records it does not take first. */
+export function packRecords(records: readonly OutputRecord[], packed: ReadonlyMap<string, number>): OutputRecord[] {
+  const writer = new PackWriter(packed);
+  const out: OutputRecord[] = [];
+  for (const record of records) {
+    if (!writer.takes(record)) out.push(record);
+    else {
+      const closed = writer.add(record as OutputRecord & { readonly key: Buffer });
+      if (closed !== null) out.push(closed);
+    }
+  }
+  return [...out, ...writer.flush()];
 }
 
 /** The entries of a pack, each with the pack's topic, partition and offset. Throws PackDecodeError. */

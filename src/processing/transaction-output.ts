@@ -4,9 +4,10 @@
  * receives them in processing order), and the commit only waits for what is still in flight
  * (kafkajs: await every send before committing, docs/kafkajs-notes.md §5). It also learns, from the
  * send results, where each changelog ends — the offset the store commit records (KIP-1035).
+ * Records bound for repartition topics are packed as they come (record-pack.ts).
  */
 import type { OutputRecord, SendResult, TaskProducer } from './ports.js';
-import { packRecords } from './record-pack.js';
+import { PackWriter } from './record-pack.js';
 
 export class TransactionOutput {
   private pending: OutputRecord[] = [];
@@ -19,22 +20,40 @@ export class TransactionOutput {
   sentInTxn = false;
   /** Monotonic count of records pushed, to see whether a flush produced anything. */
   pushed = 0;
+  /** Records bound for packed repartition topics, packed as they come. */
+  private readonly packs: PackWriter | null;
 
   constructor(
     /** changelog topic → store name */
     private readonly storeOfChangelog: ReadonlyMap<string, string>,
     private readonly partition: number,
     /** Repartition topics written as packs (record-pack.ts): topic → partition count. */
-    private readonly packed: ReadonlyMap<string, number> = new Map(),
-  ) {}
-
-  push(record: OutputRecord): void {
-    this.pending.push(record);
-    this.pushed += 1;
+    packed: ReadonlyMap<string, number> = new Map(),
+  ) {
+    this.packs = packed.size > 0 ? new PackWriter(packed) : null;
   }
 
+  push(record: OutputRecord): void {
+    this.pushed += 1;
+    if (this.packs === null || !this.packs.takes(record)) {
+      this.pending.push(record);
+      return;
+    }
+    const closed = this.packs.add(record as OutputRecord & { readonly key: Buffer });
+    if (closed !== null) this.pending.push(closed);
+  }
+
+  /** Records waiting to go out, a pack's entries each. */
   buffered(): number {
-    return this.pending.length;
+    return this.pending.length + (this.packs?.entries ?? 0);
+  }
+
+  /** Everything buffered, the open packs closed. */
+  private takePending(): OutputRecord[] {
+    const output = this.pending;
+    if (this.packs !== null) for (const pack of this.packs.flush()) output.push(pack);
+    this.pending = [];
+    return output;
   }
 
   /**
@@ -42,16 +61,13 @@ export class TransactionOutput {
    * (nothing is sent ahead there: the one transaction belongs to every task).
    */
   take(): OutputRecord[] {
-    const output = this.pending;
-    this.pending = [];
-    return packRecords(output, this.packed);
+    return this.takePending();
   }
 
   /** Starts sending what is buffered, after any earlier send. Failures surface in drain(). */
   sendAhead(producer: TaskProducer): void {
-    if (this.pending.length === 0) return;
-    const output = packRecords(this.pending, this.packed);
-    this.pending = [];
+    if (this.buffered() === 0) return;
+    const output = this.takePending();
     this.sentInTxn = true;
     const generation = this.generation;
     this.chain = this.chain.then(async () => {
@@ -88,6 +104,7 @@ export class TransactionOutput {
   reset(): void {
     this.generation += 1;
     this.pending = [];
+    this.packs?.clear();
     this.chain = Promise.resolve();
     this.error = null;
     this.sentInTxn = false;
