@@ -252,8 +252,9 @@ export class StreamTask {
     this.inbox.add(records, (topic) => this.nextOffsets.get(topic));
   }
 
+  /** Records waiting to be processed, a pack's entries each. */
   buffered(): number {
-    return this.inbox.size();
+    return this.inbox.entries();
   }
 
   hasUncommitted(): boolean {
@@ -275,12 +276,20 @@ export class StreamTask {
    * record is ever committed half-way; under `fail` it throws FatalTaskError.
    */
   processSome(maxRecords: number, deadline: number, clock: () => number, shouldStop: () => boolean = () => false): number {
+    // Counted in records, a pack's entries each (one pack can be 128 of them): the clock is read
+    // after every 16 records, or every pack.
     let processed = 0;
+    let sinceClock = 0;
     while (processed < maxRecords && this.inbox.size() > 0 && this.rollback === null && !shouldStop()) {
       const record = this.inbox.take();
       this.runRecord(record);
-      processed += 1;
-      if ((processed & 15) === 0 && clock() >= deadline) break;
+      const n = recordsIn(record);
+      processed += n;
+      sinceClock += n;
+      if (sinceClock >= 16) {
+        sinceClock = 0;
+        if (clock() >= deadline) break;
+      }
     }
     if (this.config.instanceTransaction !== true && this.output.buffered() >= (this.config.eagerSendRecords ?? 1000) && this.rollback === null && this.producer !== null) {
       this.output.sendAhead(this.producer);
