@@ -99,6 +99,27 @@ describe.each([['one transaction per instance', true], ['a transaction per task'
   });
 });
 
+describe('a pack in the task\'s inbox', () => {
+  it('counts as its entries: buffered(), and processSome()\'s record limit (a pack is processed whole)', async () => {
+    const broker = brokerWithTopics(['in']);
+    broker.createTopic('app-words', 1);
+    const h = await harnesses.start({ topology: topology(), partitions: 1, broker, eosV2: true, repartitionPartitions: new Map([['app-words', 1]]) });
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'app-words', partition: 0 }]);
+    await h.manager.control.idle();
+    // 40 lines of 8 words: 320 words in three packs (128, 128, 64).
+    for (let i = 0; i < 40; i += 1) send(broker, 'in', 0, String(i), 'kafka stream state query level graph kafka state');
+    await h.pump();
+    await h.commitAll();
+    const counter = h.manager.localTasks().find((t) => t.id.startsWith('1_'))!;
+    h.ports.consumer.deliver(); // hands the packs over; the processing loop has not run yet
+    expect(counter.buffered()).toBe(320);
+    expect(counter.processSome(10, Number.POSITIVE_INFINITY, () => 0)).toBe(128);
+    expect(counter.buffered()).toBe(192);
+    expect(counter.processSome(200, Number.POSITIVE_INFINITY, () => 0)).toBe(192);
+    expect(counter.buffered()).toBe(0);
+  });
+});
+
 interface InputRecordsSummary { records: number; packs: number }
 
 function summary(h: Harness): InputRecordsSummary {
