@@ -13,7 +13,9 @@
  *   processes.<N>.steady.rate  the same from the first committed line;
  *   processes.<N>.cpu          µs of CPU per line, all children together (every thread);
  *   processes.<N>.machine      cores busy on the whole machine during the run (broker included).
- * Prints one line per figure and writes bench/results/processes.json. Brokers: KAFKA_BROKERS if
+ * Prints one line per figure and writes bench/results/processes.json. BENCH_TRACE=1 also prints,
+ * every ~0.3 s, the lines committed, the repartition records produced and committed, and the
+ * output records (docs/engine.md, "Packed repartition topics": the phases of a backlog). Brokers: KAFKA_BROKERS if
  * set, else a local broker from scripts/kafka/broker.ts.
  */
 import { benchBroker } from './bench-broker.js';
@@ -100,7 +102,7 @@ async function run(brokers: string[], admin: Admin, n: number, report: Figures['
       if (process.env.BENCH_TRACE === '1') {
         const repartition = `${applicationId}-words-repartition`;
         const end = async (topic: string): Promise<number> => (await admin.fetchTopicOffsets(topic).catch(() => [])).reduce((sum, o) => sum + Number(o.high), 0);
-        process.stderr.write(`trace ${((performance.now() - started) / 1000).toFixed(1)} s: lines committed ${lines}, words produced ${await end(repartition)}, words committed ${await committed(admin, applicationId, repartition)}, output ${await end(output)}\n`);
+        process.stderr.write(`trace ${((performance.now() - started) / 1000).toFixed(1)} s: lines committed ${lines}, repartition end ${await end(repartition)}, repartition committed ${await committed(admin, applicationId, repartition)}, output end ${await end(output)}\n`);
       }
       if (lines >= LINES && (await wordsDone(admin, applicationId))) break;
     }
