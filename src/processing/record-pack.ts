@@ -101,7 +101,8 @@ interface OpenPack {
  * PACK_MAX_BYTES bytes.
  */
 export class PackWriter {
-  private readonly open = new Map<string, OpenPack>();
+  /** Open packs by topic, then partition (no per-record key string: this runs for every record). */
+  private readonly open = new Map<string, Array<OpenPack | undefined>>();
   /** Entries in packs not closed yet. */
   entries = 0;
 
@@ -115,18 +116,21 @@ export class PackWriter {
   /** Adds a record that takes() accepted; returns the pack it closed, if any. */
   add(record: OutputRecord & { readonly key: Buffer }): OutputRecord | null {
     const partition = record.partition ?? partitionForKey(record.key, this.packed.get(record.topic) ?? 1);
-    const id = `${record.topic}\u0000${partition}`;
+    let ofTopic = this.open.get(record.topic);
+    if (ofTopic === undefined) {
+      ofTopic = [];
+      this.open.set(record.topic, ofTopic);
+    }
     const size = entrySize(record);
     let closed: OutputRecord | null = null;
-    let pack = this.open.get(id);
+    let pack = ofTopic[partition];
     if (pack !== undefined && (pack.entries.length >= PACK_MAX_ENTRIES || pack.bytes + size > PACK_MAX_BYTES)) {
       closed = this.close(pack);
-      this.open.delete(id);
       pack = undefined;
     }
     if (pack === undefined) {
       pack = { topic: record.topic, partition, entries: [], bytes: 0 };
-      this.open.set(id, pack);
+      ofTopic[partition] = pack;
     }
     pack.entries.push(record);
     pack.bytes += size;
@@ -136,7 +140,10 @@ export class PackWriter {
 
   /** Closes every open pack. */
   flush(): OutputRecord[] {
-    const packs = [...this.open.values()].map((pack) => this.close(pack));
+    const packs: OutputRecord[] = [];
+    for (const ofTopic of this.open.values()) {
+      for (const pack of ofTopic) if (pack !== undefined) packs.push(this.close(pack));
+    }
     this.open.clear();
     return packs;
   }

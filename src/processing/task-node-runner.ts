@@ -132,13 +132,26 @@ export class TaskNodeRunner {
     const stores = this.config.stores();
     if (definition === undefined || stores === null) throw new IqgateError('STORE_NOT_FOUND', `store "${storeName}" is not open in task ${this.config.taskId}`);
     const partition = stores.store(storeName);
+    // A read-modify-write (count, aggregate, reduce) serializes the same key twice in a row: the
+    // last primitive key's bytes are kept for the next call. Never an object key — a processor
+    // may change it in between.
+    let lastKey: unknown;
+    let lastKeyBytes: Buffer | null = null;
+    const keyBytes = (key: unknown): Buffer => {
+      if (lastKeyBytes !== null && Object.is(key, lastKey)) return lastKeyBytes;
+      const bytes = definition.keySerde.serialize(key);
+      const primitive = typeof key === 'string' || typeof key === 'number' || typeof key === 'bigint';
+      lastKey = primitive ? key : undefined;
+      lastKeyBytes = primitive ? bytes : null;
+      return bytes;
+    };
     typed = {
       get: (key) => {
-        const bytes = partition.get(definition.keySerde.serialize(key));
+        const bytes = partition.get(keyBytes(key));
         return bytes === undefined ? undefined : definition.valueSerde.deserialize(bytes);
       },
-      put: (key, value) => partition.put(definition.keySerde.serialize(key), definition.valueSerde.serialize(value), this.current),
-      delete: (key) => partition.delete(definition.keySerde.serialize(key), this.current),
+      put: (key, value) => partition.put(keyBytes(key), definition.valueSerde.serialize(value), this.current),
+      delete: (key) => partition.delete(keyBytes(key), this.current),
     };
     this.typedStores.set(storeName, typed);
     return typed;
