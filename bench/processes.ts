@@ -15,15 +15,18 @@
  *   processes.<N>.machine      cores busy on the whole machine during the run (broker included).
  * Prints one line per figure and writes bench/results/processes.json. BENCH_TRACE=1 also prints,
  * every ~0.3 s, the lines committed, the repartition records produced and committed, and the
- * output records (docs/engine.md, "Packed repartition topics": the phases of a backlog). Brokers: KAFKA_BROKERS if
+ * output records (docs/engine.md, "Packed repartition topics": the phases of a backlog).
+ * BENCH_PROFILE=<dir> writes a CPU profile of each child there and summarises it on stderr. Brokers: KAFKA_BROKERS if
  * set, else a local broker from scripts/kafka/broker.ts.
  */
 import { benchBroker } from './bench-broker.js';
+import { summariseCpuProfile, type CpuProfile } from './cpu-profile-summary.js';
 import { Figures } from './figures.js';
 import '../src/kafka/kafkajs-patches.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,15 +38,28 @@ const LINES = Number(process.env.BENCH_LINES ?? 100_000);
 const COUNTS = (process.env.BENCH_PROCESSES ?? '1,2').split(',').map(Number);
 const CLIENT = (process.env.BENCH_CLIENT ?? 'librdkafka') as 'librdkafka' | 'kafkajs';
 const PARTITIONS = 4;
+const PROFILE_DIR = process.env.BENCH_PROFILE;
 
 /** The child: one wordcount instance until SIGTERM, then its CPU time as a JSON line. */
 async function child(brokers: string[], input: string, output: string, applicationId: string): Promise<void> {
   const stateDir = await mkdtemp(join(tmpdir(), 'iqgate-bench-processes-'));
+  // BENCH_PROFILE=<dir>: a CPU profile of the child's whole run, summarised on stderr.
+  const profiler = PROFILE_DIR === undefined ? null : new Session();
+  if (profiler !== null) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
   const runtime = await runWordcount({ brokers, inputTopic: input, outputTopic: output, applicationId, kafkaClient: CLIENT, stateDir, logLevel: 'warn' });
   process.once('SIGTERM', () => {
     const cpu = process.cpuUsage();
     process.stdout.write(`${JSON.stringify({ cpuSeconds: (cpu.user + cpu.system) / 1e6 })}\n`);
-    void runtime.stop().finally(() => rm(stateDir, { recursive: true, force: true })).finally(() => process.exit(0));
+    const profiled = profiler === null || PROFILE_DIR === undefined ? Promise.resolve() : profiler.post('Profiler.stop').then(async ({ profile }) => {
+      const file = join(PROFILE_DIR, `processes-${process.pid}.cpuprofile`);
+      await writeFile(file, JSON.stringify(profile));
+      process.stderr.write(`${summariseCpuProfile(profile as CpuProfile, file)}\n`);
+    });
+    void profiled.then(() => runtime.stop()).finally(() => rm(stateDir, { recursive: true, force: true })).finally(() => process.exit(0));
   });
 }
 
