@@ -99,6 +99,32 @@ describe.each([['one transaction per instance', true], ['a transaction per task'
   });
 });
 
+describe('a processor error in a pack after the transaction sent records (a transaction per task)', () => {
+  it('aborts in Kafka, replays without the one word, and dead-letters it', async () => {
+    const broker = brokerWithTopics(['in']);
+    broker.createTopic('app-words', 1);
+    const h = await harnesses.start({
+      topology: topology(), partitions: 1, broker, eosV2: false, repartitionPartitions: new Map([['app-words', 1]]),
+      options: { processingErrors: 'dead-letter', sendAheadRecords: 1 },
+    });
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'app-words', partition: 0 }]);
+    await h.manager.control.idle();
+    // 320 words in packs of 128, 128 and 64; "boom" is in the last, processed after the
+    // counting task has sent the first two packs' changelog records ahead.
+    for (let i = 0; i < 39; i += 1) send(broker, 'in', 0, String(i), 'kafka stream state query level graph kafka state');
+    send(broker, 'in', 0, '39', 'kafka stream state query boom graph kafka state');
+    await h.pump();
+    await h.commitAll();
+    const aborts = h.broker.calls.filter((c) => c === 'abort').length;
+    await h.pump();
+    await h.commitAll();
+    expect(h.fatal).toEqual([]);
+    expect(h.broker.calls.filter((c) => c === 'abort').length).toBe(aborts + 1);
+    expect(await h.counts('counts', 0)).toEqual(new Map([['kafka', 80], ['stream', 40], ['state', 80], ['query', 40], ['level', 39], ['graph', 40]]));
+    expect(h.broker.readCommitted('app-dlq', 0, 0).records.map((r) => r.key?.toString())).toEqual(['boom']);
+  });
+});
+
 describe('a pack in the task\'s inbox', () => {
   it('counts as its entries: buffered(), and processSome()\'s record limit (a pack is processed whole)', async () => {
     const broker = brokerWithTopics(['in']);
