@@ -113,8 +113,13 @@ export class PackWriter {
     return record.key !== null && this.packed.has(record.topic);
   }
 
-  /** Adds a record that takes() accepted; returns the pack it closed, if any. */
-  add(record: OutputRecord & { readonly key: Buffer }): OutputRecord | null {
+  /**
+   * Adds a record that takes() accepted, and appends to `out` what is ready to go: the pack it
+   * closed, if any. A record too large for a pack goes out on its own, as a plain record of the
+   * same partition, after the partition's open pack (so a record near Kafka's size limit is never
+   * pushed past it by a pack's few bytes).
+   */
+  add(record: OutputRecord & { readonly key: Buffer }, out: OutputRecord[]): void {
     const partition = record.partition ?? partitionForKey(record.key, this.packed.get(record.topic) ?? 1);
     let ofTopic = this.open.get(record.topic);
     if (ofTopic === undefined) {
@@ -122,11 +127,15 @@ export class PackWriter {
       this.open.set(record.topic, ofTopic);
     }
     const size = entrySize(record);
-    let closed: OutputRecord | null = null;
     let pack = ofTopic[partition];
     if (pack !== undefined && (pack.entries.length >= PACK_MAX_ENTRIES || pack.bytes + size > PACK_MAX_BYTES)) {
-      closed = this.close(pack);
+      out.push(this.close(pack));
       pack = undefined;
+      ofTopic[partition] = undefined;
+    }
+    if (size > PACK_MAX_BYTES) {
+      out.push({ ...record, partition });
+      return;
     }
     if (pack === undefined) {
       pack = { topic: record.topic, partition, entries: [], bytes: 0 };
@@ -135,7 +144,6 @@ export class PackWriter {
     pack.entries.push(record);
     pack.bytes += size;
     this.entries += 1;
-    return closed;
   }
 
   /** Closes every open pack. */
@@ -167,10 +175,7 @@ export function packRecords(records: readonly OutputRecord[], packed: ReadonlyMa
   const out: OutputRecord[] = [];
   for (const record of records) {
     if (!writer.takes(record)) out.push(record);
-    else {
-      const closed = writer.add(record as OutputRecord & { readonly key: Buffer });
-      if (closed !== null) out.push(closed);
-    }
+    else writer.add(record as OutputRecord & { readonly key: Buffer }, out);
   }
   return [...out, ...writer.flush()];
 }

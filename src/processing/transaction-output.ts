@@ -39,8 +39,7 @@ export class TransactionOutput {
       this.pending.push(record);
       return;
     }
-    const closed = this.packs.add(record as OutputRecord & { readonly key: Buffer });
-    if (closed !== null) this.pending.push(closed);
+    this.packs.add(record as OutputRecord & { readonly key: Buffer }, this.pending);
   }
 
   /** Records waiting to go out, a pack's entries each. */

@@ -49,6 +49,18 @@ describe('packed repartition records', () => {
     for (const p of packs) expect(p.value!.length).toBeLessThanOrEqual(PACK_MAX_BYTES + 4);
   });
 
+  it('sends a record too large for a pack on its own, in its partition, after the records before it', () => {
+    const huge: OutputRecord = { topic: 'app-words', key: Buffer.from('k'), value: Buffer.alloc(PACK_MAX_BYTES + 1) };
+    const out = packRecords([word('k'), huge, word('k')], new Map([['app-words', 4]]));
+    const partition = partitionForKey(Buffer.from('k'), 4);
+    expect(out).toHaveLength(3);
+    expect(unpackRecord(consumed(out[0]!)).map((e) => e.value?.toString())).toEqual(['v:k']);
+    expect(out[1]).toEqual({ ...huge, partition });
+    expect(out[1]?.headers).toBeUndefined();
+    expect(unpackRecord(consumed(out[2]!)).map((e) => e.value?.toString())).toEqual(['v:k']);
+    expect(out.map((r) => r.partition)).toEqual([partition, partition, partition]);
+  });
+
   it('refuses a malformed pack with PackDecodeError: cut short, trailing bytes, unknown version, no value', () => {
     const [pack] = packRecords([word('kafka'), word('stream')], new Map([['app-words', 1]]));
     const good = consumed(pack!);
