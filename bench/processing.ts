@@ -24,7 +24,8 @@
  * bench/results/processing.json ([{ name, unit, value }]).
  *
  * Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
- * Knobs: BENCH_LINES (100000), BENCH_CLIENTS (librdkafka,kafkajs), BENCH_LOG=info (progress).
+ * Knobs: BENCH_LINES (100000), BENCH_CLIENTS (librdkafka,kafkajs), BENCH_LOG=info (progress),
+ * BENCH_OPTIONS='{"packRepartition":false}' (runtime options of the wordcount runs).
  */
 import { benchBroker } from './bench-broker.js';
 import { Figures } from './figures.js';
@@ -87,6 +88,7 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
     const runtime = await runWordcount({
       brokers: brokerList, inputTopic: input, outputTopic: output, applicationId: `bench-wc-${client}-${suffix}`, kafkaClient: client,
       stateDir: dir, logLevel: (process.env.BENCH_LOG as 'info' | undefined) ?? 'warn', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1_000,
+      ...(JSON.parse(process.env.BENCH_OPTIONS ?? '{}') as Record<string, unknown>),
     });
     delay.enable();
     const progress = process.env.BENCH_LOG === 'info' ? setInterval(() => console.error(client, JSON.stringify(runtime.metricsSnapshot())), 2000) : undefined;

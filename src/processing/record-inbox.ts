@@ -5,13 +5,10 @@
  * task's business (StreamTask.enqueue).
  */
 import type { InputRecord } from './ports.js';
-import { recordsIn } from './record-pack.js';
 
 export class RecordInbox {
   private records: InputRecord[] = [];
   private head = 0;
-  /** Records queued, a pack's entries each (record-pack.ts). */
-  private queuedEntries = 0;
 
   /** Appends the records at or past `expected(topic)` that are past what is queued for their topic. */
   add(records: readonly InputRecord[], expected: (topic: string) => number | undefined): void {
@@ -21,7 +18,6 @@ export class RecordInbox {
       if (next !== undefined && record.offset < next) continue;
       if (queuedLast !== undefined && record.offset <= queuedLast) continue;
       this.records.push(record);
-      this.queuedEntries += recordsIn(record);
     }
   }
 
@@ -37,16 +33,10 @@ export class RecordInbox {
     return this.records.length - this.head;
   }
 
-  /** Records queued, counting each entry of a pack: what back-pressure bounds. */
-  entries(): number {
-    return this.queuedEntries;
-  }
-
   /** Takes the next record; only call it when size() > 0. */
   take(): InputRecord {
     const record = this.records[this.head] as InputRecord;
     this.head += 1;
-    this.queuedEntries -= recordsIn(record);
     return record;
   }
 
@@ -61,6 +51,5 @@ export class RecordInbox {
   clear(): void {
     this.records = [];
     this.head = 0;
-    this.queuedEntries = 0;
   }
 }

@@ -252,9 +252,14 @@ export class StreamTask {
     this.inbox.add(records, (topic) => this.nextOffsets.get(topic));
   }
 
-  /** Records waiting to be processed, a pack's entries each. */
+  /**
+   * Kafka records waiting to be processed (a pack counts once): what back-pressure bounds, in the
+   * unit the consumer fetches. Counting a pack's entries instead paused kafkajs' partitions after
+   * every fetch (eight packs make 1,000 entries): bench:processing eos.kafkajs 9k lines/s against
+   * 17–22k (docs/engine.md, "Packed repartition topics").
+   */
   buffered(): number {
-    return this.inbox.entries();
+    return this.inbox.size();
   }
 
   hasUncommitted(): boolean {

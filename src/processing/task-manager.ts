@@ -26,7 +26,6 @@ import type { ProcessingOptions } from './processing-options.js';
 import { RestoreCancelled, type RestoreProgress } from './restore-task-stores.js';
 import { FatalTaskError, StreamTask, type CommitOutcome, type CommitStep, type TaskLogger } from './stream-task.js';
 import type { Topology } from './topology.js';
-import { recordsIn } from './record-pack.js';
 import { planSubTopologies, sinkTopicsOf, type SubTopologyPlan } from './sub-topology-plan.js';
 import { revokedReason, shutdownReason } from './task-close-reason.js';
 import { TaskOpener } from './task-opener.js';
@@ -242,7 +241,7 @@ export class TaskManager implements ConsumerHandlers {
     task.enqueue(records);
     if (this.deps.ports.consumer.cooperative === true) {
       // Back-pressure through readyForMore(): pausing would make librdkafka drop what it prefetched.
-      for (const record of records) this.bufferedTotal += recordsIn(record);
+      this.bufferedTotal += records.length;
     } else if (task.buffered() >= this.deps.options.maxBufferedRecordsPerTask && !this.backpressured.has(task)) {
       this.backpressured.add(task);
       this.deps.ports.consumer.pause(task.sourcePartitions);
