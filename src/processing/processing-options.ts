@@ -32,9 +32,10 @@ export const processingOptionsSchema = z.object({
   /**
    * The share of the event loop kept for gateway requests while any waits for its answer:
    * processing then runs only in the first (1 − queryShare) of every 10 ms (0 turns it off;
-   * bench:query:busy, docs/engine.md: 0.6 kept queries at 0.73× their idle rate, 0.5 at 0.62×).
+   * bench:query:busy, docs/engine.md: with packed repartition topics 0.7 kept queries at
+   * 0.51–0.56× their idle rate, 0.6 at 0.37–0.51×).
    */
-  queryShare: z.number().min(0).max(0.9).default(0.6),
+  queryShare: z.number().min(0).max(0.9).default(0.7),
   /**
    * Write repartition topics as packs of records (src/processing/record-pack.ts): one Kafka
    * record carries up to 128 of them, which the task downstream unpacks. Fewer Kafka records is
