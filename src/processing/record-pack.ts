@@ -103,8 +103,6 @@ interface OpenPack {
 export class PackWriter {
   /** Open packs by topic, then partition (no per-record key string: this runs for every record). */
   private readonly open = new Map<string, Array<OpenPack | undefined>>();
-  /** Entries in packs not closed yet. */
-  entries = 0;
 
   constructor(private readonly packed: ReadonlyMap<string, number>) {}
 
@@ -143,7 +141,6 @@ export class PackWriter {
     }
     pack.entries.push(record);
     pack.bytes += size;
-    this.entries += 1;
   }
 
   /** Closes every open pack. */
@@ -159,11 +156,9 @@ export class PackWriter {
   /** Forgets the open packs (an abandoned transaction). */
   clear(): void {
     this.open.clear();
-    this.entries = 0;
   }
 
   private close(pack: OpenPack): OutputRecord {
-    this.entries -= pack.entries.length;
     const last = pack.entries[pack.entries.length - 1];
     return { topic: pack.topic, partition: pack.partition, key: null, value: encode(pack.entries, pack.bytes), headers: PACK_HEADERS, ...(last?.timestamp !== undefined ? { timestamp: last.timestamp } : {}) };
   }

@@ -458,6 +458,10 @@ export class StreamTask {
     if (!this.dirty || producer === null || stores === null || this.state !== 'RUNNING') {
       return { committed: false, records: 0, durationMs: 0 };
     }
+    // A processor failed after records of this transaction went out, and its rollback (queued
+    // behind this commit) has not run: settle it first, or the commit would carry the half of a
+    // pack processed before the failure and the rollback would then apply it again.
+    if (this.pendingRollback !== null) await this.rollbackAndReplay();
     const step = (s: CommitStep): void => this.config.onCommitStep?.(s, this.id);
     this.isCommitting = true;
     try {
@@ -634,6 +638,7 @@ export class StreamTask {
 
   /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */
   dropUncommitted(): void {
+    this.pendingRollback = null;
     this.stores?.abort();
     this.abortRequests = [];
     this.txnRecords = [];

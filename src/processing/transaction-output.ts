@@ -20,6 +20,8 @@ export class TransactionOutput {
   sentInTxn = false;
   /** Monotonic count of records pushed, to see whether a flush produced anything. */
   pushed = 0;
+  /** Records pushed since the last take or send (a pack's entries each). */
+  private waiting = 0;
   /** Records bound for packed repartition topics, packed as they come. */
   private readonly packs: PackWriter | null;
 
@@ -35,6 +37,7 @@ export class TransactionOutput {
 
   push(record: OutputRecord): void {
     this.pushed += 1;
+    this.waiting += 1;
     if (this.packs === null || !this.packs.takes(record)) {
       this.pending.push(record);
       return;
@@ -44,7 +47,7 @@ export class TransactionOutput {
 
   /** Records waiting to go out, a pack's entries each. */
   buffered(): number {
-    return this.pending.length + (this.packs?.entries ?? 0);
+    return this.waiting;
   }
 
   /** Everything buffered, the open packs closed. */
@@ -52,6 +55,7 @@ export class TransactionOutput {
     const output = this.pending;
     if (this.packs !== null) for (const pack of this.packs.flush()) output.push(pack);
     this.pending = [];
+    this.waiting = 0;
     return output;
   }
 
@@ -103,6 +107,7 @@ export class TransactionOutput {
   reset(): void {
     this.generation += 1;
     this.pending = [];
+    this.waiting = 0;
     this.packs?.clear();
     this.chain = Promise.resolve();
     this.error = null;

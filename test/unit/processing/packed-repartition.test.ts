@@ -125,6 +125,35 @@ describe('a processor error in a pack after the transaction sent records (a tran
   });
 });
 
+describe('a commit that runs before the rollback of a failed pack (a transaction per task)', () => {
+  it('settles the rollback first: the entries before the failure are counted once', async () => {
+    const broker = brokerWithTopics(['in']);
+    broker.createTopic('app-words', 1);
+    const h = await harnesses.start({
+      topology: topology(), partitions: 1, broker, eosV2: false, repartitionPartitions: new Map([['app-words', 1]]),
+      options: { processingErrors: 'skip', sendAheadRecords: 1 },
+    });
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'app-words', partition: 0 }]);
+    await h.manager.control.idle();
+    for (let i = 0; i < 39; i += 1) send(broker, 'in', 0, String(i), 'kafka stream state query level graph kafka state');
+    send(broker, 'in', 0, '39', 'kafka stream state query boom graph kafka state');
+    await h.pump();
+    await h.commitAll();
+    const counter = h.manager.localTasks().find((t) => t.id.startsWith('1_'))!;
+    h.ports.consumer.deliver();
+    // The first pack, then (its changelog records sent ahead) the other two: "boom" in the last
+    // leaves a rollback pending, and a commit — queued before it, say by the memory limit — runs first.
+    expect(counter.processSome(128, Number.POSITIVE_INFINITY, () => 0)).toBe(128);
+    counter.processSome(1000, Number.POSITIVE_INFINITY, () => 0);
+    expect(counter.rollback).not.toBeNull();
+    await counter.commit(() => 0);
+    expect(counter.rollback).toBeNull();
+    await h.pump();
+    await h.commitAll();
+    expect(await h.counts('counts', 0)).toEqual(new Map([['kafka', 80], ['stream', 40], ['state', 80], ['query', 40], ['level', 39], ['graph', 40]]));
+  });
+});
+
 describe('a pack in the task\'s inbox', () => {
   it('counts once in buffered() (back-pressure counts fetched Kafka records) and as its entries in processSome()\'s record limit (a pack is processed whole)', async () => {
     const broker = brokerWithTopics(['in']);
