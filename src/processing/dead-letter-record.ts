@@ -19,6 +19,8 @@ export function deadLetterRecord(deadLetterTopic: string, record: InputRecord, c
       [SOURCE_HEADERS.topic]: record.topic,
       [SOURCE_HEADERS.partition]: String(record.partition),
       [SOURCE_HEADERS.offset]: String(record.offset),
+      // An entry of a packed repartition record (record-pack.ts): which one, as all share the offset.
+      ...((record as { readonly entry?: number }).entry === undefined ? {} : { 'iqgate-src-entry': String((record as { readonly entry?: number }).entry) }),
     },
   };
 }

@@ -158,9 +158,11 @@ export class PackWriter {
     this.open.clear();
   }
 
+  /** The pack's Kafka timestamp is its latest entry's (what time-based retention goes by). */
   private close(pack: OpenPack): OutputRecord {
-    const last = pack.entries[pack.entries.length - 1];
-    return { topic: pack.topic, partition: pack.partition, key: null, value: encode(pack.entries, pack.bytes), headers: PACK_HEADERS, ...(last?.timestamp !== undefined ? { timestamp: last.timestamp } : {}) };
+    let timestamp: number | undefined;
+    for (const entry of pack.entries) if (entry.timestamp !== undefined && (timestamp === undefined || entry.timestamp > timestamp)) timestamp = entry.timestamp;
+    return { topic: pack.topic, partition: pack.partition, key: null, value: encode(pack.entries, pack.bytes), headers: PACK_HEADERS, ...(timestamp === undefined ? {} : { timestamp }) };
   }
 }
 

@@ -87,6 +87,10 @@ describe.each([['one transaction per instance', true], ['a transaction per task'
     expect(dead.map((r) => r.key?.toString())).toEqual(['boom']);
     expect(dead[0]?.headers['iqgate-error-code']).toBe('PROCESSING_FAILED');
     expect(dead[0]?.headers[PACK_HEADER]).toBeUndefined();
+    // Which entry of its pack: the words of one partition, in the order the lines gave them.
+    const boomPartition = partitionForKey(Buffer.from('boom'), WORD_PARTITIONS);
+    const wordsThere = LINES.join(' ').split(' ').filter((w) => partitionForKey(Buffer.from(w), WORD_PARTITIONS) === boomPartition);
+    expect(dead[0]?.headers['iqgate-src-entry']).toBe(String(wordsThere.indexOf('boom')));
   });
 
   it('fail: stops with PROCESSING_FAILED on the word, and commits nothing of its task: no count, no offset', async () => {

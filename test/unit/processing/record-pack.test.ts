@@ -29,6 +29,11 @@ describe('packed repartition records', () => {
     }
   });
 
+  it('stamps a pack with its latest entry\'s timestamp', () => {
+    const [pack] = packRecords([word('a', 30), word('a', 50), word('a', 40)], new Map([['app-words', 1]]));
+    expect(pack?.timestamp).toBe(50);
+  });
+
   it('keeps null values and headers, and passes other topics and null keys through untouched', () => {
     const withHeaders: OutputRecord = { topic: 'app-words', key: Buffer.from('k'), value: null, headers: { trace: 'abc', 'ü': 'ß' }, timestamp: 5 };
     const other: OutputRecord = { topic: 'out', key: Buffer.from('k'), value: Buffer.from('x') };
