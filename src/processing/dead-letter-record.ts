@@ -5,6 +5,7 @@
  * that decides when to send one.
  */
 import type { InputRecord, OutputRecord } from './ports.js';
+import { entryOf } from './record-pack.js';
 import { SOURCE_HEADERS } from './topic-names.js';
 
 export function deadLetterRecord(deadLetterTopic: string, record: InputRecord, code: string, error: unknown): OutputRecord {
@@ -20,7 +21,7 @@ export function deadLetterRecord(deadLetterTopic: string, record: InputRecord, c
       [SOURCE_HEADERS.partition]: String(record.partition),
       [SOURCE_HEADERS.offset]: String(record.offset),
       // An entry of a packed repartition record (record-pack.ts): which one, as all share the offset.
-      ...((record as { readonly entry?: number }).entry === undefined ? {} : { 'iqgate-src-entry': String((record as { readonly entry?: number }).entry) }),
+      ...(entryOf(record) === undefined ? {} : { 'iqgate-src-entry': String(entryOf(record)) }),
     },
   };
 }

@@ -43,13 +43,13 @@ export class PackDecodeError extends Error {
   }
 }
 
-export function isPack(record: InputRecord): boolean {
-  return record.headers[PACK_HEADER] !== undefined;
+/** The index in its pack of an entry (a PackedEntry, or a record source taken from one); undefined for a plain record. */
+export function entryOf(record: object): number | undefined {
+  return (record as { readonly entry?: number }).entry;
 }
 
-/** Records a Kafka record carries: a pack's entry count, else 1. */
-export function recordsIn(record: InputRecord): number {
-  return isPack(record) && record.value !== null && record.value.length >= 4 ? record.value.readUInt32BE(0) : 1;
+export function isPack(record: InputRecord): boolean {
+  return record.headers[PACK_HEADER] !== undefined;
 }
 
 /** Bytes an entry takes in a pack. */
@@ -91,11 +91,13 @@ interface OpenPack {
   readonly partition: number;
   readonly entries: OutputRecord[];
   bytes: number;
+  /** The latest entry timestamp: the pack's own (what time-based retention goes by). */
+  timestamp: number | undefined;
 }
 
 /**
  * Packs the records bound for `packed` topics (topic → partition count) with a non-null key, as
- * they come: add() hands back a pack as soon as one is full, so the encoding is spread over the
+ * they come: write() hands back a pack as soon as one is full, so the encoding is spread over the
  * processing that emits the records instead of falling on the commit; flush() closes the rest.
  * Records of one partition keep their order, in packs of at most PACK_MAX_ENTRIES entries and
  * PACK_MAX_BYTES bytes.
@@ -106,19 +108,19 @@ export class PackWriter {
 
   constructor(private readonly packed: ReadonlyMap<string, number>) {}
 
-  /** Whether `record` goes into a pack (else it is sent as it is). */
-  takes(record: OutputRecord): boolean {
-    return record.key !== null && this.packed.has(record.topic);
-  }
-
   /**
-   * Adds a record that takes() accepted, and appends to `out` what is ready to go: the pack it
-   * closed, if any. A record too large for a pack goes out on its own, as a plain record of the
-   * same partition, after the partition's open pack (so a record near Kafka's size limit is never
-   * pushed past it by a pack's few bytes).
+   * Takes a record and appends to `out` what is ready to go: the record itself when it is not
+   * packed (another topic, a null key), else the pack it closed, if any. A record too large for a
+   * pack goes out on its own, as a plain record of the same partition, after the partition's
+   * open pack (so a record near Kafka's size limit is never pushed past it by a pack's few bytes).
    */
-  add(record: OutputRecord & { readonly key: Buffer }, out: OutputRecord[]): void {
-    const partition = record.partition ?? partitionForKey(record.key, this.packed.get(record.topic) ?? 1);
+  write(record: OutputRecord, out: OutputRecord[]): void {
+    const partitions = this.packed.get(record.topic);
+    if (partitions === undefined || record.key === null) {
+      out.push(record);
+      return;
+    }
+    const partition = record.partition ?? partitionForKey(record.key, partitions);
     let ofTopic = this.open.get(record.topic);
     if (ofTopic === undefined) {
       ofTopic = [];
@@ -136,11 +138,12 @@ export class PackWriter {
       return;
     }
     if (pack === undefined) {
-      pack = { topic: record.topic, partition, entries: [], bytes: 0 };
+      pack = { topic: record.topic, partition, entries: [], bytes: 0, timestamp: undefined };
       ofTopic[partition] = pack;
     }
     pack.entries.push(record);
     pack.bytes += size;
+    if (record.timestamp !== undefined && !(record.timestamp <= (pack.timestamp ?? -Infinity))) pack.timestamp = record.timestamp;
   }
 
   /** Closes every open pack. */
@@ -158,23 +161,10 @@ export class PackWriter {
     this.open.clear();
   }
 
-  /** The pack's Kafka timestamp is its latest entry's (what time-based retention goes by). */
   private close(pack: OpenPack): OutputRecord {
-    let timestamp: number | undefined;
-    for (const entry of pack.entries) if (entry.timestamp !== undefined && (timestamp === undefined || entry.timestamp > timestamp)) timestamp = entry.timestamp;
+    const { timestamp } = pack;
     return { topic: pack.topic, partition: pack.partition, key: null, value: encode(pack.entries, pack.bytes), headers: PACK_HEADERS, ...(timestamp === undefined ? {} : { timestamp }) };
   }
-}
-
-/** packRecords(records) = what a PackWriter makes of them, with the records it does not take first. */
-export function packRecords(records: readonly OutputRecord[], packed: ReadonlyMap<string, number>): OutputRecord[] {
-  const writer = new PackWriter(packed);
-  const out: OutputRecord[] = [];
-  for (const record of records) {
-    if (!writer.takes(record)) out.push(record);
-    else writer.add(record as OutputRecord & { readonly key: Buffer }, out);
-  }
-  return [...out, ...writer.flush()];
 }
 
 /** The entries of a pack, each with the pack's topic, partition and offset. Throws PackDecodeError. */

@@ -26,7 +26,7 @@ import type { ErrorPolicy } from './processing-options.js';
 import { RecordInbox } from './record-inbox.js';
 import { TaskNodeRunner } from './task-node-runner.js';
 import type { SourceNode, Topology } from './topology.js';
-import { isPack, recordsIn, unpackRecord, type PackedEntry } from './record-pack.js';
+import { entryOf, isPack, unpackRecord, type PackedEntry } from './record-pack.js';
 import { transition, type TaskState } from './task-state.js';
 
 /** The points of the commit protocol, in order; a crash hook can stop the process at each. */
@@ -122,6 +122,8 @@ export class StreamTask {
   private readonly inbox = new RecordInbox();
   /** Records processed in the open transaction, kept to replay them after a processor error. */
   private txnRecords: InputRecord[] = [];
+  /** Input records those are, a pack's entries each (the commit's record count). */
+  private txnRecordCount = 0;
   /** Records skipped after a processor error in this transaction, with their dead letter to re-send on replay. */
   private readonly skipOffsets = new Map<string, OutputRecord | null>();
   private readonly output: TransactionOutput;
@@ -286,9 +288,7 @@ export class StreamTask {
     let processed = 0;
     let sinceClock = 0;
     while (processed < maxRecords && this.inbox.size() > 0 && this.rollback === null && !shouldStop()) {
-      const record = this.inbox.take();
-      this.runRecord(record);
-      const n = recordsIn(record);
+      const n = this.runRecord(this.inbox.take());
       processed += n;
       sinceClock += n;
       if (sinceClock >= 16) {
@@ -303,13 +303,14 @@ export class StreamTask {
     return processed;
   }
 
-  private runRecord(record: InputRecord): void {
+  /** Processes one fetched record; returns how many input records it held (a pack's entries; 0 while its rollback waits). */
+  private runRecord(record: InputRecord): number {
     // A processor error rolls the transaction back and replays it with the failed record (or
     // pack entry) skipped; a pack is then processed again, so a later entry may fail in turn.
+    let records: number;
     for (;;) {
       try {
-        this.processRecord(record);
-        this.txnRecords.push(record);
+        records = this.processRecord(record);
         break;
       } catch (thrown) {
         if (thrown instanceof FatalTaskError) throw thrown;
@@ -317,21 +318,27 @@ export class StreamTask {
         if (this.output.sentInTxn && this.config.processingErrors !== 'fail') {
           // Records of this transaction are already in Kafka: abort it first (async, rollbackAndReplay).
           this.pendingRollback = { record, failed, error };
-          return;
+          return 0;
         }
         this.rollBackWithout(failed, error);
         if (failed === record) {
-          this.processRecord(record); // a skip now: re-sends its dead letter
-          this.txnRecords.push(record); // kept (as skipped) so a later rollback replays the skip and its dead letter
+          // A skip now: re-sends its dead letter. Kept (as skipped) so a later rollback replays
+          // the skip and its dead letter.
+          records = this.processRecord(record);
           break;
         }
       }
     }
+    this.txnRecords.push(record);
+    this.txnRecordCount += records;
     this.nextOffsets.set(record.topic, record.offset + 1);
     this.dirty = true;
+    return records;
   }
 
-  private processRecord(record: InputRecord): void {
+  /** Runs a fetched record through its source nodes; returns how many input records it held (a pack's entries). */
+  private processRecord(record: InputRecord): number {
+    let records = 1;
     const sources = this.config.sourcesByTopic.get(record.topic) ?? [];
     for (const sourceName of sources) {
       const source = this.nodes.node(sourceName);
@@ -342,8 +349,9 @@ export class StreamTask {
           entries = unpackRecord(record);
         } catch (error) {
           this.onDeserializationError(record, error);
-          return;
+          return records;
         }
+        records = entries.length;
         for (const entry of entries) {
           try {
             this.processSource(sourceName, source, entry);
@@ -356,6 +364,7 @@ export class StreamTask {
         this.processSource(sourceName, source, record);
       }
     }
+    return records;
   }
 
   private processSource(sourceName: string, source: SourceNode, record: InputRecord): void {
@@ -475,7 +484,7 @@ export class StreamTask {
         this.abortAndReplay();
         this.flushAll();
       }
-      const records = this.txnRecordCount();
+      const records = this.txnRecordCount;
       step('after-flush');
       await this.output.drain(producer);
       step('after-send');
@@ -496,7 +505,7 @@ export class StreamTask {
       await stores.commit(changelogOffsets);
       step('after-store-commit');
       const storeCommitted = clock();
-      this.txnRecords = [];
+      this.forgetTxnRecords();
       this.skipOffsets.clear();
       this.output.reset();
       this.dirty = false;
@@ -529,12 +538,12 @@ export class StreamTask {
     }
     const cut: TaskCut = {
       task: this,
-      records: this.txnRecordCount(),
+      records: this.txnRecordCount,
       output: this.output.take(),
       offsets: [...this.nextOffsets].map(([topic, offset]) => ({ topic, partition: this.partition, offset })),
       store: stores.capture(),
     };
-    this.txnRecords = [];
+    this.forgetTxnRecords();
     this.skipOffsets.clear();
     this.dirty = false;
     return cut;
@@ -629,11 +638,9 @@ export class StreamTask {
     for (const record of replay) this.runRecord(record);
   }
 
-  /** Input records processed in the open transaction, a pack's entries each. */
-  private txnRecordCount(): number {
-    let count = 0;
-    for (const record of this.txnRecords) count += recordsIn(record);
-    return count;
+  private forgetTxnRecords(): void {
+    this.txnRecords = [];
+    this.txnRecordCount = 0;
   }
 
   /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */
@@ -641,7 +648,7 @@ export class StreamTask {
     this.pendingRollback = null;
     this.stores?.abort();
     this.abortRequests = [];
-    this.txnRecords = [];
+    this.forgetTxnRecords();
     this.skipOffsets.clear();
     this.output.reset();
     this.dirty = false;
@@ -657,11 +664,6 @@ class EntryFailure {
 function recordKey(record: RecordSource): string {
   const entry = entryOf(record);
   return entry === undefined ? `${record.topic}:${record.offset}` : `${record.topic}:${record.offset}:${entry}`;
-}
-
-/** A pack entry's index (PackedEntry, or the node runner's current source for one), else undefined. */
-function entryOf(record: RecordSource): number | undefined {
-  return (record as { readonly entry?: number }).entry;
 }
 
 function entryField(record: RecordSource): { entry?: number } {

@@ -12,6 +12,7 @@
 import { IqgateError } from '../errors.js';
 import type { FlushedChange, RecordSource, TaskStores } from '../store/types.js';
 import type { InputRecord, OutputRecord } from './ports.js';
+import { entryOf } from './record-pack.js';
 import type { ProcessorContext, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
 
 export interface TaskNodeRunnerConfig {
@@ -49,7 +50,7 @@ export class TaskNodeRunner {
   /** Makes `record` the current input record and runs the children of its source node with the decoded key and value. */
   runSource(sourceName: string, record: InputRecord, key: unknown, value: unknown): void {
     // `entry`: the record's index in a pack (record-pack.ts), so that an abort names one entry.
-    const source: RecordSource & { readonly entry: number | undefined } = { topic: record.topic, partition: record.partition, offset: record.offset, entry: (record as { readonly entry?: number }).entry };
+    const source: RecordSource & { readonly entry: number | undefined } = { topic: record.topic, partition: record.partition, offset: record.offset, entry: entryOf(record) };
     this.current = source;
     this.currentTimestamp = record.timestamp;
     const typed: StreamRecord<unknown, unknown> = { key, value, timestamp: record.timestamp, headers: record.headers };

@@ -38,11 +38,8 @@ export class TransactionOutput {
   push(record: OutputRecord): void {
     this.pushed += 1;
     this.waiting += 1;
-    if (this.packs === null || !this.packs.takes(record)) {
-      this.pending.push(record);
-      return;
-    }
-    this.packs.add(record as OutputRecord & { readonly key: Buffer }, this.pending);
+    if (this.packs === null) this.pending.push(record);
+    else this.packs.write(record, this.pending);
   }
 
   /** Records waiting to go out, a pack's entries each. */

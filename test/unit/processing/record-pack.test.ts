@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { partitionForKey } from '../../../src/murmur2.js';
 import type { InputRecord, OutputRecord } from '../../../src/processing/ports.js';
-import { PACK_HEADER, PACK_MAX_BYTES, PACK_MAX_ENTRIES, PackDecodeError, packRecords, recordsIn, unpackRecord } from '../../../src/processing/record-pack.js';
+import { PACK_HEADER, PACK_MAX_BYTES, PACK_MAX_ENTRIES, PackDecodeError, PackWriter, unpackRecord } from '../../../src/processing/record-pack.js';
+
+/** What a PackWriter makes of `records`: what it writes as they come, then the packs still open. */
+function packRecords(records: readonly OutputRecord[], packed: ReadonlyMap<string, number>): OutputRecord[] {
+  const writer = new PackWriter(packed);
+  const out: OutputRecord[] = [];
+  for (const record of records) writer.write(record, out);
+  return [...out, ...writer.flush()];
+}
 
 const word = (w: string, timestamp = 1_700_000_000_000): OutputRecord => ({ topic: 'app-words', key: Buffer.from(w), value: Buffer.from(`v:${w}`), timestamp });
 
@@ -25,7 +33,6 @@ describe('packed repartition records', () => {
       expect(entries.map((e) => [e.key?.toString(), e.value?.toString(), e.timestamp])).toEqual(expected.map((r) => [r.key?.toString(), r.value?.toString(), r.timestamp]));
       expect(entries.map((e) => e.entry)).toEqual(expected.map((_r, i) => i));
       expect(new Set(entries.map((e) => `${e.topic}/${e.partition}@${e.offset}`))).toEqual(new Set([`app-words/${String(pack.partition)}@7`]));
-      expect(recordsIn(consumed(pack))).toBe(expected.length);
     }
   });
 
@@ -42,7 +49,6 @@ describe('packed repartition records', () => {
     expect(out.slice(0, 2)).toEqual([other, nullKey]);
     const [entry] = unpackRecord(consumed(out[2]!));
     expect(entry).toMatchObject({ key: Buffer.from('k'), value: null, headers: { trace: 'abc', 'ü': 'ß' }, timestamp: 5, entry: 0 });
-    expect(recordsIn(consumed(other as OutputRecord & { partition: number }))).toBe(1);
   });
 
   it('closes a pack at PACK_MAX_ENTRIES entries or PACK_MAX_BYTES bytes', () => {
