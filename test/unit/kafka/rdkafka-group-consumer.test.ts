@@ -70,23 +70,25 @@ describe('RdkafkaGroupConsumer rebalances', () => {
 });
 
 describe('RdkafkaGroupConsumer.seek', () => {
-  it('does not warn when librdkafka only stopped waiting for the seek\'s result (the binding waits 10 ms; the seek is queued and applies)', async () => {
-    const { rd, driver } = fakeRdkafka(Object.assign(new Error('Local: Timed out'), { code: -185 }));
+  /** A seek on an assigned partition, answered by librdkafka with `error`. */
+  async function seekAnswered(error: Error): Promise<{ driver: ReturnType<typeof fakeRdkafka>['driver']; lines: ReturnType<typeof consumerWithLog>['lines'] }> {
+    const { rd, driver } = fakeRdkafka(error);
     const { consumer, lines } = consumerWithLog(rd);
     driver.rebalance!({ code: ERR_ASSIGN }, [{ topic: 't', partition: 0 }]);
     consumer.seek({ topic: 't', partition: 0, offset: 5 });
     await settle();
+    return { driver, lines };
+  }
+
+  it('does not warn when librdkafka only stopped waiting for the seek\'s result (the binding waits 10 ms; the seek is queued and applies)', async () => {
+    const { driver, lines } = await seekAnswered(Object.assign(new Error('Local: Timed out'), { code: -185 }));
     expect(driver.seeks).toHaveLength(1);
     expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
     expect(lines.some((l) => l.level === 'debug' && l.message.includes('seek'))).toBe(true);
   });
 
   it('warns when librdkafka refused the seek', async () => {
-    const { rd, driver } = fakeRdkafka(Object.assign(new Error('Local: Erroneous state'), { code: -172 }));
-    const { consumer, lines } = consumerWithLog(rd);
-    driver.rebalance!({ code: ERR_ASSIGN }, [{ topic: 't', partition: 0 }]);
-    consumer.seek({ topic: 't', partition: 0, offset: 5 });
-    await settle();
+    const { lines } = await seekAnswered(Object.assign(new Error('Local: Erroneous state'), { code: -172 }));
     expect(lines.filter((l) => l.level === 'warn').map((l) => l.message)).toEqual(['librdkafka: seek failed']);
   });
 });

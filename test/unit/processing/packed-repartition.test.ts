@@ -72,6 +72,8 @@ describe.each([['one transaction per instance', true], ['a transaction per task'
     const words = LINES.join(' ').split(' ').length;
     expect(summary(plain)).toEqual({ records: words, packs: 0 });
     expect(summary(packed)).toEqual({ records: WORD_PARTITIONS, packs: WORD_PARTITIONS });
+    // Committed input records count a pack's words each: the lines, then every word once.
+    for (const h of [packed, plain]) expect(h.commits.reduce((a, b) => a + b, 0)).toBe(LINES.length + words);
     // The counting tasks committed past every Kafka record of their partitions.
     for (const h of [packed, plain]) {
       for (let p = 0; p < WORD_PARTITIONS; p += 1) {
@@ -103,22 +105,33 @@ describe.each([['one transaction per instance', true], ['a transaction per task'
   });
 });
 
+/**
+ * One partition of words: 40 lines of 8 words, the last `lastLine`, split and committed into
+ * app-words as three packs (128, 128, 64 words) that the counting task has not fetched yet.
+ */
+async function threePacks(o: { eosV2: boolean; options?: { processingErrors: ErrorPolicy; sendAheadRecords: number }; lastLine: string }): Promise<Harness> {
+  const broker = brokerWithTopics(['in']);
+  broker.createTopic('app-words', 1);
+  const h = await harnesses.start({
+    topology: topology(), partitions: 1, broker, eosV2: o.eosV2, repartitionPartitions: new Map([['app-words', 1]]),
+    ...(o.options === undefined ? {} : { options: o.options }),
+  });
+  h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'app-words', partition: 0 }]);
+  await h.manager.control.idle();
+  for (let i = 0; i < 39; i += 1) send(broker, 'in', 0, String(i), 'kafka stream state query level graph kafka state');
+  send(broker, 'in', 0, '39', o.lastLine);
+  await h.pump();
+  await h.commitAll();
+  return h;
+}
+
+const countingTask = (h: Harness) => h.manager.localTasks().find((t) => t.id.startsWith('1_'))!;
+
 describe('a processor error in a pack after the transaction sent records (a transaction per task)', () => {
   it('aborts in Kafka, replays without the one word, and dead-letters it', async () => {
-    const broker = brokerWithTopics(['in']);
-    broker.createTopic('app-words', 1);
-    const h = await harnesses.start({
-      topology: topology(), partitions: 1, broker, eosV2: false, repartitionPartitions: new Map([['app-words', 1]]),
-      options: { processingErrors: 'dead-letter', sendAheadRecords: 1 },
-    });
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'app-words', partition: 0 }]);
-    await h.manager.control.idle();
-    // 320 words in packs of 128, 128 and 64; "boom" is in the last, processed after the
-    // counting task has sent the first two packs' changelog records ahead.
-    for (let i = 0; i < 39; i += 1) send(broker, 'in', 0, String(i), 'kafka stream state query level graph kafka state');
-    send(broker, 'in', 0, '39', 'kafka stream state query boom graph kafka state');
-    await h.pump();
-    await h.commitAll();
+    // "boom" is in the last pack, processed after the counting task has sent the first two
+    // packs' changelog records ahead.
+    const h = await threePacks({ eosV2: false, options: { processingErrors: 'dead-letter', sendAheadRecords: 1 }, lastLine: 'kafka stream state query boom graph kafka state' });
     const aborts = h.broker.calls.filter((c) => c === 'abort').length;
     await h.pump();
     await h.commitAll();
@@ -131,19 +144,8 @@ describe('a processor error in a pack after the transaction sent records (a tran
 
 describe('a commit that runs before the rollback of a failed pack (a transaction per task)', () => {
   it('settles the rollback first: the entries before the failure are counted once', async () => {
-    const broker = brokerWithTopics(['in']);
-    broker.createTopic('app-words', 1);
-    const h = await harnesses.start({
-      topology: topology(), partitions: 1, broker, eosV2: false, repartitionPartitions: new Map([['app-words', 1]]),
-      options: { processingErrors: 'skip', sendAheadRecords: 1 },
-    });
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'app-words', partition: 0 }]);
-    await h.manager.control.idle();
-    for (let i = 0; i < 39; i += 1) send(broker, 'in', 0, String(i), 'kafka stream state query level graph kafka state');
-    send(broker, 'in', 0, '39', 'kafka stream state query boom graph kafka state');
-    await h.pump();
-    await h.commitAll();
-    const counter = h.manager.localTasks().find((t) => t.id.startsWith('1_'))!;
+    const h = await threePacks({ eosV2: false, options: { processingErrors: 'skip', sendAheadRecords: 1 }, lastLine: 'kafka stream state query boom graph kafka state' });
+    const counter = countingTask(h);
     h.ports.consumer.deliver();
     // The first pack, then (its changelog records sent ahead) the other two: "boom" in the last
     // leaves a rollback pending, and a commit — queued before it, say by the memory limit — runs first.
@@ -160,16 +162,8 @@ describe('a commit that runs before the rollback of a failed pack (a transaction
 
 describe('a pack in the task\'s inbox', () => {
   it('counts once in buffered() (back-pressure counts fetched Kafka records) and as its entries in processSome()\'s record limit (a pack is processed whole)', async () => {
-    const broker = brokerWithTopics(['in']);
-    broker.createTopic('app-words', 1);
-    const h = await harnesses.start({ topology: topology(), partitions: 1, broker, eosV2: true, repartitionPartitions: new Map([['app-words', 1]]) });
-    h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'app-words', partition: 0 }]);
-    await h.manager.control.idle();
-    // 40 lines of 8 words: 320 words in three packs (128, 128, 64).
-    for (let i = 0; i < 40; i += 1) send(broker, 'in', 0, String(i), 'kafka stream state query level graph kafka state');
-    await h.pump();
-    await h.commitAll();
-    const counter = h.manager.localTasks().find((t) => t.id.startsWith('1_'))!;
+    const h = await threePacks({ eosV2: true, lastLine: 'kafka stream state query level graph kafka state' });
+    const counter = countingTask(h);
     h.ports.consumer.deliver(); // hands the packs over; the processing loop has not run yet
     expect(counter.buffered()).toBe(3);
     expect(counter.processSome(10, Number.POSITIVE_INFINITY, () => 0)).toBe(128);
