@@ -116,10 +116,9 @@ export function isRetriableTxnError(error: unknown): boolean {
 
 /** librdkafka's verdict on a failed call: the transaction can only be aborted (and is not fenced). */
 function txnRequiresAbort(error: unknown): boolean {
-  const flagsOf = (e: unknown): { isTxnRequiresAbort?: unknown; isFatal?: unknown } => (e !== null && typeof e === 'object' ? e as { isTxnRequiresAbort?: unknown; isFatal?: unknown } : {});
   // callRetrying throws an IqgateError whose cause is librdkafka's error.
-  const raw = flagsOf(error !== null && typeof error === 'object' && 'cause' in error ? (error as { cause: unknown }).cause : error);
-  return raw.isTxnRequiresAbort === true && raw.isFatal !== true;
+  const flags = flagsOf(error !== null && typeof error === 'object' && 'cause' in error ? (error as { cause: unknown }).cause : error);
+  return flags.isTxnRequiresAbort === true && flags.isFatal !== true;
 }
 
 export class RdkafkaStreamProducer implements StreamProducerPort {
