@@ -25,24 +25,29 @@
  *
  * Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
  * Knobs: BENCH_LINES (100000), BENCH_CLIENTS (librdkafka,kafkajs), BENCH_LOG=info (progress),
- * BENCH_OPTIONS='{"packRepartition":false}' (runtime options of the wordcount runs).
+ * BENCH_OPTIONS='{"packRepartition":false}' (runtime options of the wordcount runs),
+ * BENCH_PROFILE=<dir> (a CPU profile of each wordcount run, start to last commit, written there
+ * and summarised on stderr by bench/cpu-profile-summary.ts).
  */
 import { benchBroker } from './bench-broker.js';
 import { Figures } from './figures.js';
 import { createTopicsRetrying } from '../scripts/kafka/create-topics.js';
 import '../src/kafka/kafkajs-patches.js';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Session } from 'node:inspector/promises';
+import { summariseCpuProfile, type CpuProfile } from './cpu-profile-summary.js';
 import { Kafka, logLevel } from 'kafkajs';
 import { makeLine, produceLines, runWordcount, wordsOf } from '../examples/wordcount/index.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 100_000);
 const CLIENTS = (process.env.BENCH_CLIENTS ?? 'librdkafka,kafkajs').split(',') as Array<'librdkafka' | 'kafkajs'>;
 const PARTITIONS = 4;
+const PROFILE_DIR = process.env.BENCH_PROFILE;
 const suffix = `${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`;
 
 /** Lines per second of bench/txn-loop.ts on `client`, in a process of its own. */
@@ -81,6 +86,12 @@ interface EosRun {
 async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', expectedRecords: number): Promise<EosRun> {
   const dir = await mkdtemp(join(tmpdir(), 'iqgate-bench-'));
   const delay = monitorEventLoopDelay({ resolution: 10 });
+  const profiler = PROFILE_DIR === undefined ? undefined : new Session();
+  if (profiler !== undefined) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
   try {
     const started = performance.now();
     const cpu0 = process.cpuUsage();
@@ -106,6 +117,14 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
     }
     const ended = performance.now();
     const cpu = process.cpuUsage(cpu0);
+    if (profiler !== undefined && PROFILE_DIR !== undefined) {
+      const { profile } = await profiler.post('Profiler.stop');
+      profiler.disconnect();
+      await mkdir(PROFILE_DIR, { recursive: true });
+      const file = join(PROFILE_DIR, `processing-eos-${client}.cpuprofile`);
+      await writeFile(file, JSON.stringify(profile));
+      console.error(summariseCpuProfile(profile as unknown as CpuProfile, `eos ${client} (${file})`));
+    }
     const m = runtime.metricsSnapshot();
     await runtime.stop();
     return { rate: LINES / ((ended - started) / 1000), steadyRate: LINES / ((ended - firstCommitAt) / 1000), cpuPerLine: (cpu.user + cpu.system) / LINES, commitP99: m.commitLatencyP99Ms, pauseP99: delay.percentile(99) / 1e6, commits: m.commits };

@@ -176,20 +176,25 @@ export function unpackRecord(record: InputRecord): PackedEntry[] {
   const need = (at: number, n: number): void => {
     if (at + n > buf.length) throw new PackDecodeError(`a pack cut short at byte ${at} of ${buf.length}`);
   };
-  const readBytes = (at: number): [Buffer | null, number] => {
+  // A field's length at `at` (-1: null), checked against what is left. No tuple per field: this
+  // runs for every key and value of every pack.
+  const lengthAt = (at: number): number => {
     need(at, 4);
     const length = buf.readInt32BE(at);
-    if (length === -1) return [null, at + 4];
-    if (length < 0) throw new PackDecodeError(`a negative length at byte ${at}`);
-    need(at + 4, length);
-    return [buf.subarray(at + 4, at + 4 + length), at + 4 + length];
+    if (length < -1) throw new PackDecodeError(`a negative length at byte ${at}`);
+    if (length > 0) need(at + 4, length);
+    return length;
   };
   const count = buf.readUInt32BE(0);
   const entries: PackedEntry[] = new Array<PackedEntry>(count);
   let at = 4;
   for (let entry = 0; entry < count; entry += 1) {
-    const [key, afterKey] = readBytes(at);
-    const [value, afterValue] = readBytes(afterKey);
+    const keyLength = lengthAt(at);
+    const key = keyLength === -1 ? null : buf.subarray(at + 4, at + 4 + keyLength);
+    at += 4 + Math.max(keyLength, 0);
+    const valueLength = lengthAt(at);
+    const value = valueLength === -1 ? null : buf.subarray(at + 4, at + 4 + valueLength);
+    const afterValue = at + 4 + Math.max(valueLength, 0);
     need(afterValue, 10);
     const timestamp = buf.readDoubleBE(afterValue);
     const headerCount = buf.readUInt16BE(afterValue + 8);
@@ -202,11 +207,11 @@ export function unpackRecord(record: InputRecord): PackedEntry[] {
         const nameLength = buf.readUInt16BE(at);
         need(at + 2, nameLength + 4);
         const name = buf.toString('utf8', at + 2, at + 2 + nameLength);
-        const valueLength = buf.readUInt32BE(at + 2 + nameLength);
+        const headerLength = buf.readUInt32BE(at + 2 + nameLength);
         at += 6 + nameLength;
-        need(at, valueLength);
-        h[name] = buf.toString('utf8', at, at + valueLength);
-        at += valueLength;
+        need(at, headerLength);
+        h[name] = buf.toString('utf8', at, at + headerLength);
+        at += headerLength;
       }
       headers = h;
     }

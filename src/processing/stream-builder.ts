@@ -52,7 +52,8 @@ export class KStream<K, V> {
 
   private then<K2, V2>(prefix: string, fn: (record: StreamRecord<K, V>, forward: (r: StreamRecord<K2, V2>) => void) => void, keySerde: Serde<K2>, valueSerde: Serde<V2>): KStream<K2, V2> {
     const name = this.streams.builder.nextName(prefix);
-    this.streams.builder.addProcessor<K, V>(name, (record, context) => fn(record, (r) => context.forward(r)), [this.nodeName]);
+    // context.forward is built once per node (task-node-runner.ts): no closure per record.
+    this.streams.builder.addProcessor<K, V>(name, (record, context) => fn(record, context.forward), [this.nodeName]);
     return new KStream<K2, V2>(this.streams, name, keySerde, valueSerde);
   }
 
@@ -62,17 +63,23 @@ export class KStream<K, V> {
     }, this.keySerde, this.valueSerde);
   }
 
+  // The records forwarded below are written out field by field, not spread ({ ...r, value }):
+  // an object spread is a runtime call per record, on the path every record of a flatMap takes.
+
   mapValues<V2>(mapper: (value: V, key: K) => V2, valueSerde: Serde<V2>): KStream<K, V2> {
-    return this.then<K, V2>('MAPVALUES', (r, forward) => forward({ ...r, value: mapper(r.value, r.key) }), this.keySerde, valueSerde);
+    return this.then<K, V2>('MAPVALUES', (r, forward) => forward(withKeyValue(r, r.key, mapper(r.value, r.key))), this.keySerde, valueSerde);
   }
 
   map<K2, V2>(mapper: (key: K, value: V) => { key: K2; value: V2 }, serdes: { key: Serde<K2>; value: Serde<V2> }): KStream<K2, V2> {
-    return this.then<K2, V2>('MAP', (r, forward) => forward({ ...r, ...mapper(r.key, r.value) }), serdes.key, serdes.value);
+    return this.then<K2, V2>('MAP', (r, forward) => {
+      const mapped = mapper(r.key, r.value);
+      forward(withKeyValue(r, mapped.key, mapped.value));
+    }, serdes.key, serdes.value);
   }
 
   flatMapValues<V2>(mapper: (value: V, key: K) => Iterable<V2>, valueSerde: Serde<V2>): KStream<K, V2> {
     return this.then<K, V2>('FLATMAPVALUES', (r, forward) => {
-      for (const value of mapper(r.value, r.key)) forward({ ...r, value });
+      for (const value of mapper(r.value, r.key)) forward(withKeyValue(r, r.key, value));
     }, this.keySerde, valueSerde);
   }
 
@@ -167,6 +174,13 @@ export class KTable<K, V> {
     b.connectStoreChanges(this.storeName, name);
     return new KStream<K, V | null>(this.streams, name, this.keySerde, this.valueSerde as Serde<V | null>);
   }
+}
+
+/** `record` with another key and value: its timestamp and headers carried over. */
+function withKeyValue<K, V>(record: StreamRecord<unknown, unknown>, key: K, value: V): StreamRecord<K, V> {
+  return record.headers === undefined
+    ? { key, value, timestamp: record.timestamp }
+    : { key, value, timestamp: record.timestamp, headers: record.headers };
 }
 
 function encodes<T>(serde: Serde<T>, value: T): boolean {

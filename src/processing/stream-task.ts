@@ -386,7 +386,7 @@ export class StreamTask {
       this.onDeserializationError(record, error);
       return;
     }
-    this.nodes.runSource(sourceName, record, key, value);
+    this.nodes.runSource(sourceName, record, source.keySerde, key, value);
   }
 
   private onDeserializationError(record: InputRecord, error: unknown): void {

@@ -10,7 +10,9 @@
  * per node and store and cached, since they are asked for on every record.
  */
 import { IqgateError } from '../errors.js';
-import type { FlushedChange, RecordSource, TaskStores } from '../store/types.js';
+import { roundTripsExactly } from '../store/serdes.js';
+import { toInternalKey } from '../store/sorted-map.js';
+import type { FlushedChange, RecordSource, Serde, TaskStores } from '../store/types.js';
 import type { InputRecord, OutputRecord } from './ports.js';
 import { entryOf } from './record-pack.js';
 import type { ProcessorContext, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
@@ -31,6 +33,10 @@ export interface TaskNodeRunnerConfig {
 export class TaskNodeRunner {
   private current: RecordSource = { topic: '', partition: 0, offset: 0 };
   private currentTimestamp = 0;
+  /** The current input record's decoded key, its bytes and the serde that decoded them. */
+  private sourceKey: unknown;
+  private sourceKeyBytes: Buffer | null = null;
+  private sourceKeySerde: Serde<unknown> | null = null;
   private readonly contexts = new Map<string, ProcessorContext>();
   private readonly typedStores = new Map<string, TypedStore<unknown, unknown>>();
 
@@ -47,12 +53,18 @@ export class TaskNodeRunner {
     return node;
   }
 
-  /** Makes `record` the current input record and runs the children of its source node with the decoded key and value. */
-  runSource(sourceName: string, record: InputRecord, key: unknown, value: unknown): void {
+  /**
+   * Makes `record` the current input record and runs the children of its source node with the
+   * key and value `keySerde` and the value serde decoded.
+   */
+  runSource(sourceName: string, record: InputRecord, keySerde: Serde<unknown>, key: unknown, value: unknown): void {
     // `entry`: the record's index in a pack (record-pack.ts), so that an abort names one entry.
     const source: RecordSource & { readonly entry: number | undefined } = { topic: record.topic, partition: record.partition, offset: record.offset, entry: entryOf(record) };
     this.current = source;
     this.currentTimestamp = record.timestamp;
+    this.sourceKey = key;
+    this.sourceKeyBytes = record.key;
+    this.sourceKeySerde = keySerde;
     const typed: StreamRecord<unknown, unknown> = { key, value, timestamp: record.timestamp, headers: record.headers };
     for (const child of this.config.topology.children.get(sourceName) ?? []) this.runNode(child, typed);
   }
@@ -133,26 +145,42 @@ export class TaskNodeRunner {
     const stores = this.config.stores();
     if (definition === undefined || stores === null) throw new IqgateError('STORE_NOT_FOUND', `store "${storeName}" is not open in task ${this.config.taskId}`);
     const partition = stores.store(storeName);
+    const serde = definition.keySerde;
+    const exact = roundTripsExactly(serde);
     // A read-modify-write (count, aggregate, reduce) serializes the same key twice in a row: the
-    // last primitive key's bytes are kept for the next call. Never an object key — a processor
-    // may change it in between.
+    // last primitive key's bytes and internal form are kept for the next call. Never an object
+    // key — a processor may change it in between. A primitive key that is the input record's own
+    // (a groupBy's aggregate: the repartition record's key), read through the serde that decoded
+    // it, is not serialized at all when that serde gives back exactly the bytes it decoded.
     let lastKey: unknown;
-    let lastKeyBytes: Buffer | null = null;
-    const keyBytes = (key: unknown): Buffer => {
-      if (lastKeyBytes !== null && Object.is(key, lastKey)) return lastKeyBytes;
-      const bytes = definition.keySerde.serialize(key);
+    let lastBytes: Buffer | null = null;
+    let lastInternal = '';
+    const resolve = (key: unknown): Buffer => {
+      if (lastBytes !== null && Object.is(key, lastKey)) return lastBytes;
       const primitive = typeof key === 'string' || typeof key === 'number' || typeof key === 'bigint';
+      const bytes = primitive && this.sourceKeyBytes !== null && serde === this.sourceKeySerde && exact && Object.is(key, this.sourceKey)
+        ? this.sourceKeyBytes
+        : serde.serialize(key);
       lastKey = primitive ? key : undefined;
-      lastKeyBytes = primitive ? bytes : null;
+      lastBytes = primitive ? bytes : null;
+      lastInternal = primitive ? toInternalKey(bytes) : '';
       return bytes;
     };
+    const internalOf = (bytes: Buffer): string | undefined => (bytes === lastBytes ? lastInternal : undefined);
     typed = {
       get: (key) => {
-        const bytes = partition.get(keyBytes(key));
-        return bytes === undefined ? undefined : definition.valueSerde.deserialize(bytes);
+        const bytes = resolve(key);
+        const value = partition.get(bytes, internalOf(bytes));
+        return value === undefined ? undefined : definition.valueSerde.deserialize(value);
       },
-      put: (key, value) => partition.put(keyBytes(key), definition.valueSerde.serialize(value), this.current),
-      delete: (key) => partition.delete(keyBytes(key), this.current),
+      put: (key, value) => {
+        const bytes = resolve(key);
+        partition.put(bytes, definition.valueSerde.serialize(value), this.current, internalOf(bytes));
+      },
+      delete: (key) => {
+        const bytes = resolve(key);
+        partition.delete(bytes, this.current, internalOf(bytes));
+      },
     };
     this.typedStores.set(storeName, typed);
     return typed;

@@ -78,6 +78,15 @@ export class NamedCache {
   }
 }
 
+/**
+ * Key bytes an entry may keep: a view into a buffer larger than Node's Buffer pool slab (an
+ * entry of a pack, a key inside a fetched batch — a processor's store key may be the input
+ * record's own bytes) is copied, so that a cached key never keeps the whole buffer alive.
+ */
+function ownKeyBytes(bytes: Buffer): Buffer {
+  return bytes.byteLength < bytes.buffer.byteLength && bytes.buffer.byteLength > Buffer.poolSize ? Buffer.from(bytes) : bytes;
+}
+
 export class RecordCache {
   private head: CacheEntry | null = null;
   private tail: CacheEntry | null = null;
@@ -115,8 +124,9 @@ export class RecordCache {
     } else {
       // Entries are mutable: read views never see them (they snapshot cache.dirty instead).
       const oldSize = entry.size;
+      // The entry keeps the key bytes it has (equal to these): a caller's may be a view into a
+      // larger buffer (see ownKeyBytes).
       if (entry.dirty) this.unlinkDirty(entry);
-      entry.keyBytes = keyBytes;
       entry.value = value;
       entry.size = key.length + (value === null ? 0 : value.length) + ENTRY_OVERHEAD_BYTES;
       this.byteCount += entry.size - oldSize;
@@ -205,7 +215,8 @@ export class RecordCache {
     entry.owner.entries.delete(entry.key);
   }
 
-  private newEntry(cache: NamedCache, key: string, keyBytes: Buffer, value: Buffer | null): CacheEntry {
+  private newEntry(cache: NamedCache, key: string, bytes: Buffer, value: Buffer | null): CacheEntry {
+    const keyBytes = ownKeyBytes(bytes);
     const entry = this.pool.pop();
     if (entry === undefined) return new CacheEntry(cache, key, keyBytes, value);
     entry.owner = cache;

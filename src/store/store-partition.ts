@@ -121,10 +121,10 @@ export class StorePartition implements KeyValueStorePartition {
     }
   }
 
-  get(key: Bytes): Bytes | undefined {
+  get(key: Bytes, internalKey?: string): Bytes | undefined {
     this.checkOpen();
     if (!Buffer.isBuffer(key)) throw new TypeError('key must be a Buffer');
-    const k = toInternalKey(key);
+    const k = internalKey ?? toInternalKey(key);
     const cached = this.cache.get(this.named, k);
     if (cached !== undefined) return cached.value ?? undefined;
     let value = this.batch.get(k);
@@ -135,7 +135,7 @@ export class StorePartition implements KeyValueStorePartition {
     return value;
   }
 
-  put(key: Bytes, value: Bytes, source: RecordSource): void {
+  put(key: Bytes, value: Bytes, source: RecordSource, internalKey?: string): void {
     this.checkOpen();
     this.checkKey(key);
     if (!Buffer.isBuffer(value)) throw new TypeError('value must be a Buffer');
@@ -146,18 +146,18 @@ export class StorePartition implements KeyValueStorePartition {
         { details: { store: this.storeName, bytes: value.length, limit: this.maxValueBytes } },
       );
     }
-    this.write(key, value, source);
+    this.write(key, value, source, internalKey);
   }
 
-  delete(key: Bytes, source: RecordSource): void {
+  delete(key: Bytes, source: RecordSource, internalKey?: string): void {
     this.checkOpen();
     this.checkKey(key);
-    this.write(key, null, source);
+    this.write(key, null, source, internalKey);
   }
 
-  private write(key: Bytes, value: Bytes | null, source: RecordSource): void {
+  private write(key: Bytes, value: Bytes | null, source: RecordSource, internalKey: string | undefined): void {
     this.uncommittedPos.advance(source.topic, source.partition, source.offset);
-    this.cache.putDirty(this.named, toInternalKey(key), key, value, source);
+    this.cache.putDirty(this.named, internalKey ?? toInternalKey(key), key, value, source);
     // Visible to uncommitted reads from now on (the cache is their top layer).
     if (this.uncommittedListeners !== 0) {
       this.emit({ kind: 'uncommitted', changes: [{ key, value }], position: this.uncommittedPos.copy() });

@@ -120,10 +120,14 @@ export interface StoreSubscribeOptions {
 export interface KeyValueStorePartition {
   readonly storeName: string;
   readonly partition: number;
-  /** Uncommitted read for the processing path (cache → write batch → committed store). */
-  get(key: Bytes): Bytes | undefined;
-  put(key: Bytes, value: Bytes, source: RecordSource): void;
-  delete(key: Bytes, source: RecordSource): void;
+  /**
+   * Uncommitted read for the processing path (cache → write batch → committed store).
+   * `internalKey`, on get, put and delete: the key's internal form (sorted-map.ts toInternalKey),
+   * when the caller already has it — it must be exactly that of `key`.
+   */
+  get(key: Bytes, internalKey?: string): Bytes | undefined;
+  put(key: Bytes, value: Bytes, source: RecordSource, internalKey?: string): void;
+  delete(key: Bytes, source: RecordSource, internalKey?: string): void;
   /** Takes a consistent read view synchronously. */
   view(options: { readonly readCommitted: boolean }): ReadView;
   committedPosition(): Position;

@@ -2,12 +2,14 @@
  * A processor's typed store keeps the bytes of the last primitive key it serialized, for the
  * read-modify-write that follows (task-node-runner.ts). What a processor writes must not depend
  * on that: a different key, or an object key changed between the read and the write, is
- * serialized afresh.
+ * serialized afresh. A store key that is the input record's own key may be written as the
+ * record's key bytes, but only through a serde that gives those bytes back exactly.
  */
 import { describe, expect, it } from 'vitest';
 import { TopologyBuilder } from '../../../src/processing/topology.js';
 import { serdes } from '../../../src/store/serdes.js';
-import { send } from './manager-harness.js';
+import type { Serde } from '../../../src/store/types.js';
+import { send, type Harness } from './manager-harness.js';
 import { harnessesClosedAfterEach } from './processing-fixture.js';
 
 const harnesses = harnessesClosedAfterEach();
@@ -41,5 +43,46 @@ describe('typed store keys', () => {
     for await (const { key } of view.range()) keys.push(serdes.json.deserialize(key));
     await view.close();
     expect(keys).toEqual([{ id: 'a-changed' }]);
+  });
+
+  it('a store key that is the input key keeps its bytes only where the serde gives them back exactly', async () => {
+    /** Counts the input keys in `counts`, keyed with `serde` as the input is. */
+    const counting = async (serde: Serde<unknown>) => {
+      const b = new TopologyBuilder();
+      b.addSource('src', 'in', serde, serdes.string);
+      b.addStore('counts', serde, serdes.int32);
+      b.addProcessor<unknown, string>('count', (record, ctx) => {
+        const store = ctx.store<unknown, number>('counts');
+        store.put(record.key, (store.get(record.key) ?? 0) + 1);
+      }, ['src'], ['counts']);
+      return harnesses.startOnInput({ topology: b.build(), topics: ['in'] });
+    };
+    const committed = async (h: Harness): Promise<Array<[string, number]>> => {
+      const view = h.manager.localTasks()[0]!.stores!.store('counts').view({ readCommitted: true });
+      const entries: Array<[string, number]> = [];
+      for await (const { key, value } of view.range()) entries.push([key.toString('hex'), serdes.int32.deserialize(value)]);
+      await view.close();
+      return entries;
+    };
+
+    // A NaN with payload bits: float64 reads it as NaN and writes NaN canonically.
+    const floats = await counting(serdes.float64 as Serde<unknown>);
+    send(floats.broker, 'in', 0, Buffer.from('7ff8000000000001', 'hex'), 'x');
+    send(floats.broker, 'in', 0, Buffer.from('7ff8000000000000', 'hex'), 'y');
+    await floats.pump();
+    await floats.commitAll();
+    expect(await committed(floats)).toEqual([['7ff8000000000000', 2]]);
+
+    // A key inside a larger buffer (as a pack's entries are): the store keeps a copy of its own
+    // (store-contract-lifecycle.ts checks the cache entry itself).
+    const words = await counting(serdes.string as Serde<unknown>);
+    const big = Buffer.alloc(64 * 1024, 0x61);
+    big.write('kafka', 100, 'utf8');
+    send(words.broker, 'in', 0, big.subarray(100, 105), 'x');
+    send(words.broker, 'in', 0, Buffer.from('kafka'), 'y');
+    await words.pump();
+    await words.commitAll();
+    big.write('XXXXX', 100, 'utf8'); // whoever owns the buffer reuses it
+    expect(await committed(words)).toEqual([[Buffer.from('kafka').toString('hex'), 2]]);
   });
 });

@@ -69,6 +69,19 @@ describe('Kafka-compatible serdes', () => {
     }
   });
 
+  it('int64 writes the bytes of Buffer#writeBigInt64BE for every long, at the edges of exact doubles too', () => {
+    // int64 computes longs within ±(2^53 - 1) as two 32-bit halves of a double (serdes.ts).
+    const edges = [0n, -1n, 2n ** 32n - 1n, -(2n ** 32n), 2n ** 53n - 1n, 2n ** 53n, -(2n ** 53n) + 1n, -(2n ** 53n), -(2n ** 53n) - 1n, 2n ** 63n - 1n, -(2n ** 63n)];
+    const check = (value: bigint): void => {
+      const expected = Buffer.alloc(8);
+      expected.writeBigInt64BE(value);
+      expect(hex(serdes.int64.serialize(value)), String(value)).toBe(hex(expected));
+      expect(serdes.int64.deserialize(expected)).toBe(value);
+    };
+    for (const value of edges) check(value);
+    fc.assert(fc.property(fc.bigInt(INT64), check));
+  });
+
   it('float64 writes what Kafka DoubleSerializer writes, -0 and a canonical NaN included, and reads it back', () => {
     for (const [value, bytes] of KAFKA_FLOAT64) {
       expect(hex(serdes.float64.serialize(value)), String(value)).toBe(bytes);

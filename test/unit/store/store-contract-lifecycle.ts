@@ -217,6 +217,24 @@ export function describeLifecycleContract(factory: HarnessFactory): void {
   });
 
   describe('record cache', () => {
+    it('keeps its own copy of a key that is a view into a large buffer (a pack, a fetched batch), never the buffer', async () => {
+      await fx.restart({ cacheMaxBytes: 1_000_000 });
+      const keys: Buffer[] = [];
+      fx.task.onFlush((changes) => keys.push(...changes.map((c) => c.key)));
+      const counts = fx.task.store('counts');
+      const big = Buffer.alloc(64 * 1024, 0x61);
+      big.write('kafka', 100, 'latin1');
+      const view = big.subarray(100, 105);
+      counts.put(view, b('1'), source(1));
+      counts.put(view, b('2'), source(2), 'kafka'); // the internal form passed along: the same key
+      expect(counts.get(b('kafka'), 'kafka')?.toString()).toBe('2');
+      await fx.task.commit({});
+      expect(keys.map((k) => k.toString())).toEqual(['kafka']);
+      expect(keys[0]!.buffer).not.toBe(big.buffer);
+      big.write('XXXXX', 100, 'latin1'); // whoever owns the buffer reuses it
+      expect(await collect(counts.view({ readCommitted: true }).range())).toEqual(['kafka=2']);
+    });
+
     it('evicting a dirty entry flushes the whole named cache, in write order, into the write batch', async () => {
       await fx.restart({ cacheMaxBytes: 3 * (1 + 1 + 64) });
       const flushed: string[][] = [];
