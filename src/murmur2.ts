@@ -10,9 +10,8 @@ const SEED = 0x9747b28c;
 const M = 0x5bd1e995;
 const R = 24;
 
-/** The signed 32-bit murmur2 hash of `bytes`, equal to Java's `Utils.murmur2(bytes)`. */
-export function murmur2(bytes: Uint8Array): number {
-  const length = bytes.length;
+/** The signed 32-bit murmur2 hash of `bytes` (its first `length`), equal to Java's `Utils.murmur2(bytes)`. */
+export function murmur2(bytes: Uint8Array, length = bytes.length): number {
   let h = (SEED ^ length) | 0;
   const whole = length & ~3;
   for (let i = 0; i < whole; i += 4) {
@@ -43,10 +42,10 @@ export function toPositive(n: number): number {
   return n & 0x7fffffff;
 }
 
-/** The partition Kafka's default partitioner picks for a non-null key. */
-export function partitionForKey(keyBytes: Uint8Array, numPartitions: number): number {
+/** The partition Kafka's default partitioner picks for a non-null key (`keyBytes`' first `length`). */
+export function partitionForKey(keyBytes: Uint8Array, numPartitions: number, length = keyBytes.length): number {
   if (!Number.isInteger(numPartitions) || numPartitions < 1) {
     throw new TypeError(`numPartitions must be a positive integer, got ${String(numPartitions)}`);
   }
-  return toPositive(murmur2(keyBytes)) % numPartitions;
+  return toPositive(murmur2(keyBytes, length)) % numPartitions;
 }

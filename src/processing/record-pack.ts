@@ -20,6 +20,7 @@
  * or not at all), so a commit never falls inside one.
  */
 import { partitionForKey } from '../murmur2.js';
+import type { Serde } from '../store/types.js';
 import type { Headers, InputRecord, OutputRecord } from './ports.js';
 
 export const PACK_HEADER = 'iqgate-pack';
@@ -67,44 +68,37 @@ function writeBytes(target: Buffer, at: number, bytes: Buffer | null): number {
   return at + bytes.copy(target, at);
 }
 
-function encode(entries: readonly OutputRecord[], bytes: number): Buffer {
-  const out = Buffer.allocUnsafe(4 + bytes);
-  let at = out.writeUInt32BE(entries.length, 0);
-  for (const record of entries) {
-    at = writeBytes(out, at, record.key);
-    at = writeBytes(out, at, record.value);
-    at = out.writeDoubleBE(record.timestamp ?? Date.now(), at);
-    const headers = record.headers === undefined ? [] : Object.entries(record.headers);
-    at = out.writeUInt16BE(headers.length, at);
-    for (const [name, value] of headers) {
-      at = out.writeUInt16BE(Buffer.byteLength(name), at);
-      at += out.write(name, at);
-      at = out.writeUInt32BE(Buffer.byteLength(value), at);
-      at += out.write(value, at);
-    }
-  }
-  return out;
-}
+/** A pack's bytes: the count, then its entries; at most this many. */
+const PACK_CAPACITY = 4 + PACK_MAX_BYTES;
+/** A new pack's buffer; it doubles as entries need room, up to PACK_CAPACITY. */
+const FIRST_PACK_BYTES = 4096;
 
 interface OpenPack {
   readonly topic: string;
   readonly partition: number;
-  readonly entries: OutputRecord[];
-  bytes: number;
+  /** The pack as it is written: the count (written at close) and the entries so far, up to `at`. */
+  buf: Buffer;
+  at: number;
+  count: number;
   /** The latest entry timestamp: the pack's own (what time-based retention goes by). */
   timestamp: number | undefined;
 }
 
 /**
  * Packs the records bound for `packed` topics (topic → partition count) with a non-null key, as
- * they come: write() hands back a pack as soon as one is full, so the encoding is spread over the
- * processing that emits the records instead of falling on the commit; flush() closes the rest.
- * Records of one partition keep their order, in packs of at most PACK_MAX_ENTRIES entries and
- * PACK_MAX_BYTES bytes.
+ * they come, each entry written into its pack's buffer at once: write() hands back a pack as soon
+ * as one is full, so the encoding is spread over the processing that emits the records instead of
+ * falling on the commit; flush() closes the rest. Records of one partition keep their order, in
+ * packs of at most PACK_MAX_ENTRIES entries and PACK_MAX_BYTES bytes.
+ *
+ * writeEncoded() takes a sink's key and value before serialization: through serdes that encode
+ * into a buffer (Serde.encodeInto), the key goes to a scratch buffer (its partition is its
+ * murmur2) and the value straight into the pack — no Buffer per key and value, no copy at close.
  */
 export class PackWriter {
   /** Open packs by topic, then partition (no per-record key string: this runs for every record). */
   private readonly open = new Map<string, Array<OpenPack | undefined>>();
+  private scratch: Buffer | null = null;
 
   constructor(private readonly packed: ReadonlyMap<string, number>) {}
 
@@ -121,36 +115,62 @@ export class PackWriter {
       return;
     }
     const partition = record.partition ?? partitionForKey(record.key, partitions);
-    let ofTopic = this.open.get(record.topic);
-    if (ofTopic === undefined) {
-      ofTopic = [];
-      this.open.set(record.topic, ofTopic);
-    }
     const size = entrySize(record);
-    let pack = ofTopic[partition];
-    if (pack !== undefined && (pack.entries.length >= PACK_MAX_ENTRIES || pack.bytes + size > PACK_MAX_BYTES)) {
-      out.push(this.close(pack));
-      pack = undefined;
-      ofTopic[partition] = undefined;
-    }
     if (size > PACK_MAX_BYTES) {
+      this.closeOpen(record.topic, partition, out);
       out.push({ ...record, partition });
       return;
     }
-    if (pack === undefined) {
-      pack = { topic: record.topic, partition, entries: [], bytes: 0, timestamp: undefined };
-      ofTopic[partition] = pack;
+    let pack = this.packFor(record.topic, partition, out);
+    if (pack.at + size > PACK_CAPACITY) pack = this.replace(pack, out);
+    ensureRoom(pack, size);
+    let at = writeBytes(pack.buf, pack.at, record.key);
+    at = writeBytes(pack.buf, at, record.value);
+    pack.at = writeEntryEnd(pack.buf, at, record.timestamp, record.headers);
+    this.added(pack, record.timestamp);
+  }
+
+  /**
+   * A sink's record, not serialized yet: packed with the serdes' encodeInto when both have one
+   * and the entry fits a pack (then true, with any pack it closed appended to `out`). False when
+   * it is not packed this way (another topic, a null key, a serde without encodeInto, an entry
+   * larger than a pack): the caller serializes it and calls write(). Throws what the serdes throw
+   * (ENCODE_FAILED), with nothing written.
+   */
+  writeEncoded<K, V>(topic: string, key: K, value: V | null, keySerde: Serde<K>, valueSerde: Serde<V>, timestamp: number, out: OutputRecord[]): boolean {
+    const partitions = this.packed.get(topic);
+    if (partitions === undefined || key === null || key === undefined || keySerde.encodeInto === undefined || valueSerde.encodeInto === undefined) return false;
+    const scratch = (this.scratch ??= Buffer.allocUnsafe(PACK_CAPACITY));
+    const keyLength = keySerde.encodeInto(key, scratch, 0);
+    if (keyLength < 0) return false;
+    const partition = partitionForKey(scratch, partitions, keyLength);
+    let pack = this.packFor(topic, partition, out);
+    for (;;) {
+      // Count, key, value length, the value, timestamp and header count: the value is written
+      // where it goes, and the entry taken only if all of it fits.
+      const valueAt = pack.at + 4 + keyLength + 4;
+      let valueLength = -1;
+      if (valueAt + 10 <= pack.buf.length && value !== null) valueLength = valueSerde.encodeInto(value, pack.buf, valueAt);
+      const fits = valueAt + 10 <= pack.buf.length && (value === null || (valueLength >= 0 && valueAt + valueLength + 10 <= pack.buf.length));
+      if (fits) {
+        pack.buf.writeInt32BE(keyLength, pack.at);
+        scratch.copy(pack.buf, pack.at + 4, 0, keyLength);
+        pack.buf.writeInt32BE(value === null ? -1 : valueLength, pack.at + 4 + keyLength);
+        pack.at = writeEntryEnd(pack.buf, valueAt + Math.max(valueLength, 0), timestamp, undefined);
+        this.added(pack, timestamp);
+        return true;
+      }
+      if (pack.buf.length < PACK_CAPACITY) grow(pack, PACK_CAPACITY);
+      else if (pack.count > 0) pack = this.replace(pack, out);
+      else return false; // larger than a pack on its own
     }
-    pack.entries.push(record);
-    pack.bytes += size;
-    if (record.timestamp !== undefined && !(record.timestamp <= (pack.timestamp ?? -Infinity))) pack.timestamp = record.timestamp;
   }
 
   /** Closes every open pack. */
   flush(): OutputRecord[] {
     const packs: OutputRecord[] = [];
     for (const ofTopic of this.open.values()) {
-      for (const pack of ofTopic) if (pack !== undefined) packs.push(this.close(pack));
+      for (const pack of ofTopic) if (pack !== undefined && pack.count > 0) packs.push(close(pack));
     }
     this.open.clear();
     return packs;
@@ -161,10 +181,75 @@ export class PackWriter {
     this.open.clear();
   }
 
-  private close(pack: OpenPack): OutputRecord {
-    const { timestamp } = pack;
-    return { topic: pack.topic, partition: pack.partition, key: null, value: encode(pack.entries, pack.bytes), headers: PACK_HEADERS, ...(timestamp === undefined ? {} : { timestamp }) };
+  /** The open pack of `topic`'s `partition`, a full one closed (to `out`) and replaced. */
+  private packFor(topic: string, partition: number, out: OutputRecord[]): OpenPack {
+    let ofTopic = this.open.get(topic);
+    if (ofTopic === undefined) {
+      ofTopic = [];
+      this.open.set(topic, ofTopic);
+    }
+    const pack = ofTopic[partition];
+    if (pack === undefined) return (ofTopic[partition] = newPack(topic, partition));
+    return pack.count >= PACK_MAX_ENTRIES ? this.replace(pack, out) : pack;
   }
+
+  /** Closes `pack` to `out`; a new, empty pack takes its place. */
+  private replace(pack: OpenPack, out: OutputRecord[]): OpenPack {
+    out.push(close(pack));
+    const next = newPack(pack.topic, pack.partition);
+    this.open.get(pack.topic)![pack.partition] = next;
+    return next;
+  }
+
+  private closeOpen(topic: string, partition: number, out: OutputRecord[]): void {
+    const ofTopic = this.open.get(topic);
+    const pack = ofTopic?.[partition];
+    if (ofTopic === undefined || pack === undefined) return;
+    // Empty when writeEncoded() found the entry too large for it: nothing to send.
+    if (pack.count > 0) out.push(close(pack));
+    ofTopic[partition] = undefined;
+  }
+
+  private added(pack: OpenPack, timestamp: number | undefined): void {
+    pack.count += 1;
+    if (timestamp !== undefined && !(timestamp <= (pack.timestamp ?? -Infinity))) pack.timestamp = timestamp;
+  }
+}
+
+function newPack(topic: string, partition: number): OpenPack {
+  return { topic, partition, buf: Buffer.allocUnsafe(FIRST_PACK_BYTES), at: 4, count: 0, timestamp: undefined };
+}
+
+/** Room in `pack` for `size` more bytes (within PACK_CAPACITY, which the caller checked). */
+function ensureRoom(pack: OpenPack, size: number): void {
+  if (pack.at + size > pack.buf.length) grow(pack, Math.min(PACK_CAPACITY, Math.max(pack.at + size, pack.buf.length * 2)));
+}
+
+function grow(pack: OpenPack, capacity: number): void {
+  const buf = Buffer.allocUnsafe(capacity);
+  pack.buf.copy(buf, 0, 0, pack.at);
+  pack.buf = buf;
+}
+
+/** An entry's timestamp and headers, from `at`; returns where the entry ends. */
+function writeEntryEnd(buf: Buffer, at: number, timestamp: number | undefined, headers: Headers | undefined): number {
+  at = buf.writeDoubleBE(timestamp ?? Date.now(), at);
+  if (headers === undefined) return buf.writeUInt16BE(0, at);
+  const entries = Object.entries(headers);
+  at = buf.writeUInt16BE(entries.length, at);
+  for (const [name, value] of entries) {
+    at = buf.writeUInt16BE(Buffer.byteLength(name), at);
+    at += buf.write(name, at);
+    at = buf.writeUInt32BE(Buffer.byteLength(value), at);
+    at += buf.write(value, at);
+  }
+  return at;
+}
+
+function close(pack: OpenPack): OutputRecord {
+  pack.buf.writeUInt32BE(pack.count, 0);
+  const { timestamp } = pack;
+  return { topic: pack.topic, partition: pack.partition, key: null, value: pack.buf.subarray(0, pack.at), headers: PACK_HEADERS, ...(timestamp === undefined ? {} : { timestamp }) };
 }
 
 /** The entries of a pack, each with the pack's topic, partition and offset. Throws PackDecodeError. */

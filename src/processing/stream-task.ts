@@ -150,7 +150,7 @@ export class StreamTask {
       taskId: config.id,
       topology: config.topology,
       sinkTopics: config.sinkTopics,
-      emit: (record) => this.output.push(record),
+      sink: (topic, key, value, keySerde, valueSerde, timestamp) => this.output.pushSink(topic, key, value, keySerde, valueSerde, timestamp),
       stores: () => this.stores,
       requestAbort: (source, reason) => this.abortRequests.push({ source, reason }),
     });

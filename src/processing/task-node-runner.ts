@@ -13,7 +13,7 @@ import { IqgateError } from '../errors.js';
 import { roundTripsExactly } from '../store/serdes.js';
 import { toInternalKey } from '../store/sorted-map.js';
 import type { FlushedChange, RecordSource, Serde, TaskStores } from '../store/types.js';
-import type { InputRecord, OutputRecord } from './ports.js';
+import type { InputRecord } from './ports.js';
 import { entryOf } from './record-pack.js';
 import type { ProcessorContext, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
 
@@ -22,8 +22,8 @@ export interface TaskNodeRunnerConfig {
   readonly topology: Topology;
   /** Resolved topic of each sink node. */
   readonly sinkTopics: ReadonlyMap<string, string>;
-  /** Takes the records of sink nodes (the task's transaction output). */
-  readonly emit: (record: OutputRecord) => void;
+  /** Takes the records of sink nodes, to serialize with their serdes (the task's transaction output). */
+  readonly sink: <K, V>(topic: string, key: K | null | undefined, value: V | null | undefined, keySerde: Serde<K>, valueSerde: Serde<V>, timestamp: number) => void;
   /** The task's stores, null while none are attached. */
   readonly stores: () => TaskStores | null;
   /** A processor called abortTransaction() while `source` was the current input record. */
@@ -94,12 +94,7 @@ export class TaskNodeRunner {
   private runNode(name: string, record: StreamRecord<unknown, unknown>): void {
     const node = this.node(name);
     if (node.kind === 'sink') {
-      this.config.emit({
-        topic: this.config.sinkTopics.get(name) ?? node.topic,
-        key: record.key === null || record.key === undefined ? null : node.keySerde.serialize(record.key),
-        value: record.value === null || record.value === undefined ? null : node.valueSerde.serialize(record.value),
-        timestamp: record.timestamp,
-      });
+      this.config.sink(this.config.sinkTopics.get(name) ?? node.topic, record.key, record.value, node.keySerde, node.valueSerde, record.timestamp);
     } else if (node.kind === 'processor') {
       node.process(record, this.contextFor(node.name));
     }

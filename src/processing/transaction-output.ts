@@ -6,6 +6,7 @@
  * send results, where each changelog ends — the offset the store commit records (KIP-1035).
  * Records bound for repartition topics are packed as they come (record-pack.ts).
  */
+import type { Serde } from '../store/types.js';
 import type { OutputRecord, SendResult, TaskProducer } from './ports.js';
 import { PackWriter } from './record-pack.js';
 
@@ -40,6 +41,25 @@ export class TransactionOutput {
     this.waiting += 1;
     if (this.packs === null) this.pending.push(record);
     else this.packs.write(record, this.pending);
+  }
+
+  /**
+   * A sink's record, serialized here: straight into its pack when its topic is packed and the
+   * serdes encode into buffers (PackWriter.writeEncoded), else with serialize(). Throws what the
+   * serdes throw (ENCODE_FAILED), with nothing pushed.
+   */
+  pushSink<K, V>(topic: string, key: K | null | undefined, value: V | null | undefined, keySerde: Serde<K>, valueSerde: Serde<V>, timestamp: number): void {
+    if (this.packs !== null && key !== null && key !== undefined && this.packs.writeEncoded(topic, key, value ?? null, keySerde, valueSerde, timestamp, this.pending)) {
+      this.pushed += 1;
+      this.waiting += 1;
+      return;
+    }
+    this.push({
+      topic,
+      key: key === null || key === undefined ? null : keySerde.serialize(key),
+      value: value === null || value === undefined ? null : valueSerde.serialize(value),
+      timestamp,
+    });
   }
 
   /** Records waiting to go out, a pack's entries each. */

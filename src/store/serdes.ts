@@ -53,8 +53,20 @@ export const stringSerde: Serde<string> = {
     if (typeof value !== 'string') throw encodeFailed('string', `expected a string, got ${typeof value}`);
     return Buffer.from(value, 'utf8');
   },
+  encodeInto(value, target, offset) {
+    if (typeof value !== 'string') throw encodeFailed('string', `expected a string, got ${typeof value}`);
+    const room = target.length - offset;
+    // A UTF-16 unit takes at most 3 UTF-8 bytes: the exact length is counted only near the end.
+    if (value.length * 3 > room && Buffer.byteLength(value, 'utf8') > room) return -1;
+    // Buffer#utf8Write is what write(value, offset, 'utf8') ends in, minus its argument handling.
+    return (target as unknown as Utf8Writer).utf8Write(value, offset, room);
+  },
   deserialize: (bytes) => decodeUtf8('string', bytes),
 };
+
+interface Utf8Writer {
+  utf8Write(value: string, offset: number, length: number): number;
+}
 
 /** JSON text as UTF-8. Key order follows the JSON text, so JSON keys rarely suit range queries. */
 export const jsonSerde: Serde<unknown> = {

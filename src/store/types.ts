@@ -17,6 +17,12 @@ export interface Serde<T> {
   readonly name: string;
   serialize(value: T): Bytes;
   deserialize(bytes: Bytes): T;
+  /**
+   * Optional: writes the bytes serialize(value) returns into `target` from `offset`, never past
+   * its end, without allocating; returns how many, or -1 when they do not fit. Throws what
+   * serialize throws. Packed repartition topics encode through it (record-pack.ts).
+   */
+  encodeInto?(value: T, target: Buffer, offset: number): number;
 }
 
 /** Where a write came from: the input record being processed. */

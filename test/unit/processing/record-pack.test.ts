@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { partitionForKey } from '../../../src/murmur2.js';
 import type { InputRecord, OutputRecord } from '../../../src/processing/ports.js';
+import { serdes } from '../../../src/store/serdes.js';
+import type { Serde } from '../../../src/store/types.js';
 import { PACK_HEADER, PACK_MAX_BYTES, PACK_MAX_ENTRIES, PackDecodeError, PackWriter, unpackRecord } from '../../../src/processing/record-pack.js';
 
 /** What a PackWriter makes of `records`: what it writes as they come, then the packs still open. */
@@ -70,6 +72,42 @@ describe('packed repartition records', () => {
     expect(out[1]?.headers).toBeUndefined();
     expect(unpackRecord(consumed(out[2]!)).map((e) => e.value?.toString())).toEqual(['v:k']);
     expect(out.map((r) => r.partition)).toEqual([partition, partition, partition]);
+  });
+
+  it('packs a sink\'s values through encodeInto as write() packs their serialized bytes, in one order with them', () => {
+    // ASCII, multi-byte UTF-8, a lone surrogate (serialize writes U+FFFD), an empty string and
+    // values around a pack's size: each entry must hold exactly serialize()'s bytes.
+    const words = ['kafka', 'grüße', '日本語', 'a\uD800b', '', 'x'.repeat(PACK_MAX_BYTES / 3), 'y'.repeat(PACK_MAX_BYTES / 2), 'z'.repeat(PACK_MAX_BYTES), 'kafka', 'state'];
+    const packed = new Map([['app-words', 3]]);
+    const viaWrite = packRecords(words.map((w, i) => ({ topic: 'app-words', key: serdes.string.serialize(w), value: serdes.string.serialize(w), timestamp: i })), packed);
+    const writer = new PackWriter(packed);
+    const out: OutputRecord[] = [];
+    for (const [i, w] of words.entries()) {
+      // Every other record goes through write(), as a sink whose serdes lack encodeInto would.
+      if (i % 2 === 1) writer.write({ topic: 'app-words', key: serdes.string.serialize(w), value: serdes.string.serialize(w), timestamp: i }, out);
+      else if (!writer.writeEncoded('app-words', w, w, serdes.string, serdes.string, i, out)) writer.write({ topic: 'app-words', key: serdes.string.serialize(w), value: serdes.string.serialize(w), timestamp: i }, out);
+    }
+    const viaEncoded = [...out, ...writer.flush()];
+    const entries = (packs: OutputRecord[]) => packs.map((p) => (p.headers?.[PACK_HEADER] === undefined
+      ? { partition: p.partition, plain: [p.key?.toString('hex'), p.value?.toString('hex')] }
+      : { partition: p.partition, entries: unpackRecord(consumed(p)).map((e) => [e.key?.toString('hex'), e.value?.toString('hex'), e.timestamp]) }));
+    expect(entries(viaEncoded)).toEqual(entries(viaWrite));
+    for (const p of viaEncoded) if (p.headers?.[PACK_HEADER] !== undefined) expect(p.value!.length).toBeLessThanOrEqual(PACK_MAX_BYTES + 4);
+    // The two entries larger than a pack (key and value) went out plain, in their keys' partitions.
+    const plain = viaEncoded.filter((p) => p.headers?.[PACK_HEADER] === undefined);
+    expect(plain.map((p) => [p.key?.[0], p.partition])).toEqual(['y', 'z'].map((c) => [c.charCodeAt(0), partitionForKey(Buffer.from(c.repeat(c === 'y' ? PACK_MAX_BYTES / 2 : PACK_MAX_BYTES)), 3)]));
+  });
+
+  it('leaves to write() what encodeInto cannot pack: a serde without it, a null key, another topic, an entry larger than a pack', () => {
+    const writer = new PackWriter(new Map([['app-words', 2]]));
+    const out: OutputRecord[] = [];
+    expect(writer.writeEncoded('app-words', 'k', 1, serdes.string, serdes.int32, 0, out)).toBe(false);
+    expect(writer.writeEncoded('app-words', null, 'v', serdes.string as Serde<string | null>, serdes.string, 0, out)).toBe(false);
+    expect(writer.writeEncoded('other', 'k', 'v', serdes.string, serdes.string, 0, out)).toBe(false);
+    expect(writer.writeEncoded('app-words', 'k', 'v'.repeat(PACK_MAX_BYTES), serdes.string, serdes.string, 0, out)).toBe(false);
+    expect(() => writer.writeEncoded('app-words', 'k', 7 as unknown as string, serdes.string, serdes.string, 0, out)).toThrow(expect.objectContaining({ code: 'ENCODE_FAILED' }));
+    expect(out).toEqual([]);
+    expect(writer.flush().map((p) => unpackRecord(consumed(p)).length)).toEqual([]);
   });
 
   it('refuses a malformed pack with PackDecodeError: cut short, trailing bytes, unknown version, no value', () => {
