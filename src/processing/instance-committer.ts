@@ -46,6 +46,8 @@ export interface InstanceCommitterDeps {
   /** The tasks that may have uncommitted work (the assigned ones). */
   readonly tasks: () => Iterable<StreamTask>;
   readonly clock: () => number;
+  /** The clock of the pacer's windows and of the cycle's slices (TaskManagerDeps.sliceClock). */
+  readonly sliceClock: () => number;
   /** The task manager's pacer (TaskManagerDeps.pacer): the cycle's slices follow its windows. */
   readonly pacer: ProcessingPacer;
   readonly logger: TaskLogger;
@@ -138,7 +140,7 @@ export class InstanceCommitter {
 
   /** Where the cycle's next synchronous stretch ends: SLICE_MS at most, less if the pacer says so. */
   private sliceEnd(): number {
-    const now = this.deps.clock();
+    const now = this.deps.sliceClock();
     return now + Math.min(SLICE_MS, this.deps.pacer.budgetMs(now));
   }
 
@@ -147,9 +149,9 @@ export class InstanceCommitter {
    * waits for processing's next window; then the end of the next stretch.
    */
   private async nextSlice(): Promise<number> {
-    const { clock, pacer } = this.deps;
+    const { sliceClock, pacer } = this.deps;
     await yieldToIo();
-    for (let now = clock(); pacer.budgetMs(now) <= 0; now = clock()) await new Promise((resolve) => setTimeout(resolve, pacer.restMs(now)));
+    for (let now = sliceClock(); pacer.budgetMs(now) <= 0; now = sliceClock()) await new Promise((resolve) => setTimeout(resolve, pacer.restMs(now)));
     return this.sliceEnd();
   }
 
@@ -193,7 +195,7 @@ export class InstanceCommitter {
         stepOf('after-flush', cut);
         for (let from = 0; from < cut.output.length; from += PRODUCE_CHUNK) {
           producer.produce(cut.output.length <= PRODUCE_CHUNK ? cut.output : cut.output.slice(from, from + PRODUCE_CHUNK));
-          if (clock() >= sliceEnd) sliceEnd = await this.nextSlice();
+          if (this.deps.sliceClock() >= sliceEnd) sliceEnd = await this.nextSlice();
         }
         for (const offset of cut.offsets) offsets.push(offset);
         stepOf('after-send', cut);

@@ -23,7 +23,22 @@ describe('QueryShare: the event loop split between waiting requests and processi
     done();
     done(); // idempotent: a response that both writes its head and closes counts once
     expect(share.requestsWaiting).toBe(0);
-    expect(share.budgetMs(2004)).toBe(5);
+    expect(share.budgetMs(1_000_004)).toBe(5);
+  });
+
+  it('keeps sharing for one period after the last request was answered: the client\'s next one is on its way', () => {
+    let now = 5000;
+    const share = new QueryShare(0.7, 5, () => now);
+    const done = share.requestStarted();
+    now = 5001;
+    done();
+    // No request waits, yet a slice starting now gets the window's rest, not its whole slice.
+    expect(share.requestsWaiting).toBe(0);
+    expect(share.budgetMs(5001)).toBeCloseTo(2);
+    expect(share.budgetMs(5005)).toBe(0);
+    expect(share.sharing(5010.5)).toBe(true);
+    expect(share.sharing(5011)).toBe(false);
+    expect(share.budgetMs(5011)).toBe(5);
   });
 
   it('never gives processing more than its slice inside a window', () => {
