@@ -12,6 +12,8 @@
  *                       commits; kafkajs: a transaction per task);
  *   eos.<client>.steady.rate   the same run from its first committed transaction to its last
  *                       (start-up and group join left out: Kafka Streams' "steady" figure);
+ *   eos.<client>.first.commit   ms from start() to the run's first committed transaction
+ *                       (start-up: internal topics, group join, task opening, first fetch);
  *   eos.<client>.cpu    CPU per input line of that run (µs, every thread of the process:
  *                       librdkafka's and libuv's included) — steadier than rates on a shared machine;
  *   eos.librdkafka.commit.p99 / .pause.p99   commit latency and event-loop delay of the librdkafka run;
@@ -81,6 +83,8 @@ interface EosRun {
   readonly steadyRate: number;
   /** µs of CPU per input line, every thread of the process (librdkafka's and libuv's included). */
   readonly cpuPerLine: number;
+  /** ms from start() to the first committed transaction. */
+  readonly firstCommitMs: number;
 }
 
 async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', expectedRecords: number): Promise<EosRun> {
@@ -127,7 +131,7 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
     }
     const m = runtime.metricsSnapshot();
     await runtime.stop();
-    return { rate: LINES / ((ended - started) / 1000), steadyRate: LINES / ((ended - firstCommitAt) / 1000), cpuPerLine: (cpu.user + cpu.system) / LINES, commitP99: m.commitLatencyP99Ms, pauseP99: delay.percentile(99) / 1e6, commits: m.commits };
+    return { rate: LINES / ((ended - started) / 1000), steadyRate: LINES / ((ended - firstCommitAt) / 1000), cpuPerLine: (cpu.user + cpu.system) / LINES, firstCommitMs: firstCommitAt - started, commitP99: m.commitLatencyP99Ms, pauseP99: delay.percentile(99) / 1e6, commits: m.commits };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -165,6 +169,7 @@ async function main(): Promise<void> {
       const run = eos.get(client);
       if (run === undefined) continue;
       report(`eos.${client}.steady.rate`, 'lines/s', run.steadyRate);
+      report(`eos.${client}.first.commit`, 'ms', run.firstCommitMs);
       report(`eos.${client}.cpu`, 'µs/line', run.cpuPerLine);
       report(`eos.${client}.commit.p99`, 'ms', run.commitP99);
       report(`eos.${client}.pause.p99`, 'ms', run.pauseP99);

@@ -90,8 +90,10 @@ export class KafkaAdmin implements AdminPort {
     const existing = new Set(await admin.listTopics());
     const missing = specs.filter((s) => !existing.has(s.topic));
     if (missing.length > 0) {
+      // Not kafkajs' waitForLeaders: it polls metadata every 100 ms (~130 ms per start-up on a
+      // local broker); waitUntilServable asks for what the tasks need, from 10 ms on.
       await admin.createTopics({
-        waitForLeaders: true,
+        waitForLeaders: false,
         topics: missing.map((s) => ({
           topic: s.topic,
           numPartitions: s.partitions,
@@ -104,15 +106,15 @@ export class KafkaAdmin implements AdminPort {
   }
 
   /**
-   * `createTopics({ waitForLeaders: true })` returns when metadata names the leaders, but a large
-   * new topic can answer ListOffsets with NOT_LEADER_FOR_PARTITION for seconds more (measured:
-   * ~7 s for 1000 partitions, bench:scale). Every task of the topic would then fail its first
-   * end-offsets read together and back off; wait here once instead.
+   * Until every new topic answers ListOffsets. Metadata naming the leaders is not enough: a large
+   * new topic can answer NOT_LEADER_FOR_PARTITION for seconds more (measured: ~7 s for 1000
+   * partitions, bench:scale). Every task of the topic would then fail its first end-offsets read
+   * together and back off; wait here once instead.
    */
   private async waitUntilServable(admin: Admin, topics: readonly string[], timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (const topic of topics) {
-      for (let delay = 50; ; delay = Math.min(1000, delay * 2)) {
+      for (let delay = 10; ; delay = Math.min(1000, delay * 2)) {
         try {
           await admin.fetchTopicOffsets(topic);
           break;

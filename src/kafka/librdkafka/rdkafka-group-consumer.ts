@@ -47,6 +47,15 @@ interface CooperativeConsumer {
   assignmentLost(): boolean;
 }
 
+/**
+ * How long a consume() call waits on an empty queue for its first record. Short: a seek waits
+ * for the call under way to return (see seek()), and at a task's start every partition is paused
+ * then sought while that call waits on an empty queue — with 200 ms (fetch.wait.max.ms) each
+ * start waited ~190 ms for its first batch (bench:processing). An idle consumer costs one
+ * threadpool round trip per wait.
+ */
+const CONSUME_WAIT_MS = 20;
+
 const ERR_ASSIGN = -175;
 const ERR_REVOKE = -174;
 /** rd_kafka_seek stopped waiting for the seek op's result (the op itself is queued). */
@@ -89,7 +98,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       'allow.auto.create.topics': false,
       rebalance_cb: (err: LibrdKafkaError, assignment: RdTopicPartition[]) => this.onRebalance(err, assignment),
     }, { 'auto.offset.reset': 'earliest' });
-    this.consumer.setDefaultConsumeTimeout(options.maxWaitTimeMs ?? 200);
+    this.consumer.setDefaultConsumeTimeout(CONSUME_WAIT_MS);
     // Wait up to that long for the first record only, then take what is ready: otherwise
     // consume(n) waits up to the timeout for EACH of its n records, and a trickle of records
     // (one every few ms) is held back for seconds before JavaScript sees any (soak finding:
