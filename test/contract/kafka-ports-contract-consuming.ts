@@ -82,6 +82,26 @@ export function describeConsumingContract(ctx: ContractContext): void {
       expect(await member.ports.admin.committedOffsets(config.groupId, topic)).toEqual(new Map());
     }, timeout);
 
+    it('a partition paused at its assignment, sought and resumed (a task\'s start) hands over records from the sought offset only', async () => {
+      const [topic] = await ctx.topics(1, 2) as [string];
+      await ctx.driver.produce(topic, range(0, 6).map((i) => ({ partition: i % 2, key: `k${i}`, value: `v${i}` })));
+      // As the task manager opens a task: pause on assignment, then (a task opened) seek and resume.
+      const member = await ctx.member(ctx.ports(ctx.config({ topics: [topic] })), {
+        onAssignment: (assignment, ports) => {
+          ports.consumer.pause(assignment);
+          setTimeout(() => {
+            for (const tp of assignment) ports.consumer.seek({ ...tp, offset: tp.partition === 0 ? 1 : 2 });
+            ports.consumer.resume(assignment);
+          }, 30);
+        },
+      });
+      await ctx.eventually('the records from the sought offsets', () => member.records({ topic, partition: 0 }).length >= 2 && member.records({ topic, partition: 1 }).length >= 1);
+      // More fetch rounds for anything from before the seek to leak through.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(member.offsets({ topic, partition: 0 })).toEqual([1, 2]);
+      expect(member.offsets({ topic, partition: 1 })).toEqual([2]);
+    }, timeout);
+
     it('a batch refused by onBatch while its partition is paused is handed over again, from its first offset, after resume', async () => {
       const [topic] = await ctx.topics(1, 1) as [string];
       const tp = { topic, partition: 0 };

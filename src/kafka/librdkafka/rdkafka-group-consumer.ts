@@ -21,7 +21,8 @@
  *   new ones after them. So seek() pauses the partition in librdkafka first (nothing new can
  *   be dequeued for it), seeks, drops what the call under way brings for it, and resumes it
  *   only once that call has returned (if the task manager wants it resumed): every record
- *   delivered afterwards is from the new position.
+ *   delivered afterwards is from the new position. A partition paused since its assignment has
+ *   fetched nothing, so its first seek (a task's start) resumes as soon as it is asked to.
  */
 import type { KafkaConsumer, LibrdKafkaError, Message, TopicPartition as RdTopicPartition } from '@confluentinc/kafka-javascript';
 import type { ConsumerHandlers, GroupConsumerPort, Headers, InputRecord, TopicPartition, TopicPartitionOffset } from '../../processing/ports.js';
@@ -47,15 +48,6 @@ interface CooperativeConsumer {
   assignmentLost(): boolean;
 }
 
-/**
- * How long a consume() call waits on an empty queue for its first record. Short: a seek waits
- * for the call under way to return (see seek()), and at a task's start every partition is paused
- * then sought while that call waits on an empty queue — with 200 ms (fetch.wait.max.ms) each
- * start waited ~190 ms for its first batch (bench:processing). An idle consumer costs one
- * threadpool round trip per wait.
- */
-const CONSUME_WAIT_MS = 20;
-
 const ERR_ASSIGN = -175;
 const ERR_REVOKE = -174;
 /** rd_kafka_seek stopped waiting for the seek op's result (the op itself is queued). */
@@ -73,6 +65,11 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   private consumeSeq = 0;
   /** Partitions the task manager paused. */
   private readonly paused = new Set<string>();
+  /**
+   * Partitions paused since their assignment and not resumed since: librdkafka has fetched
+   * nothing of them, so no consume() call can carry their records and a seek needs no gate.
+   */
+  private readonly neverFetched = new Set<string>();
   /** Partitions held paused after a seek until consume() call number `gate` has returned. */
   private readonly seekGates = new Map<string, { readonly tp: TopicPartition; readonly gate: number }>();
   /** The last error reported through onReconnecting, cleared once records flow again. */
@@ -98,7 +95,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       'allow.auto.create.topics': false,
       rebalance_cb: (err: LibrdKafkaError, assignment: RdTopicPartition[]) => this.onRebalance(err, assignment),
     }, { 'auto.offset.reset': 'earliest' });
-    this.consumer.setDefaultConsumeTimeout(CONSUME_WAIT_MS);
+    this.consumer.setDefaultConsumeTimeout(options.maxWaitTimeMs ?? 200);
     // Wait up to that long for the first record only, then take what is ready: otherwise
     // consume(n) waits up to the timeout for EACH of its n records, and a trickle of records
     // (one every few ms) is held back for seconds before JavaScript sees any (soak finding:
@@ -201,6 +198,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       for (const tp of partitions) {
         this.assigned.set(key(tp.topic, tp.partition), tp);
         this.paused.add(key(tp.topic, tp.partition));
+        this.neverFetched.add(key(tp.topic, tp.partition));
       }
       // librdkafka paused every assigned partition while this callback was pending and resumed
       // them in incrementalAssign; the retained ones need the wake-up of any resume.
@@ -215,6 +213,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
           this.assigned.delete(key(tp.topic, tp.partition));
           this.paused.delete(key(tp.topic, tp.partition));
           this.seekGates.delete(key(tp.topic, tp.partition));
+          this.neverFetched.delete(key(tp.topic, tp.partition));
         }
         try {
           (this.consumer as unknown as CooperativeConsumer).incrementalUnassign(partitions);
@@ -276,7 +275,10 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     const tp = this.assigned.get(k);
     if (tp === undefined) return;
     this.nativePause([tp]);
-    this.seekGates.set(k, { tp, gate: this.consumeSeq });
+    // A task's first seek, on a partition paused since its assignment, needs no gate: nothing of
+    // it can be under way. Waiting for the call under way — at start-up a call waiting up to
+    // fetch.wait.max.ms on an empty queue — held every task's first batch back ~190 ms.
+    if (!this.neverFetched.has(k)) this.seekGates.set(k, { tp, gate: this.consumeSeq });
     this.consumer.seek({ topic: position.topic, partition: position.partition, offset: position.offset }, 0, (err) => {
       if (!err) return;
       // The binding waits at least 10 ms for the seek's result (it raises 0, which would make
@@ -297,6 +299,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   }
 
   private nativeResume(partitions: readonly TopicPartition[]): void {
+    for (const tp of partitions) this.neverFetched.delete(key(tp.topic, tp.partition));
     try {
       this.consumer.resume(partitions.map((tp) => ({ topic: tp.topic, partition: tp.partition })));
     } catch (error) {
