@@ -76,16 +76,20 @@ describe('packed repartition records', () => {
 
   it('packs a sink\'s values through encodeInto as write() packs their serialized bytes, in one order with them', () => {
     // ASCII, multi-byte UTF-8, a lone surrogate (serialize writes U+FFFD), an empty string and
-    // values around a pack's size: each entry must hold exactly serialize()'s bytes.
-    const words = ['kafka', 'grüße', '日本語', 'a\uD800b', '', 'x'.repeat(PACK_MAX_BYTES / 3), 'y'.repeat(PACK_MAX_BYTES / 2), 'z'.repeat(PACK_MAX_BYTES), 'kafka', 'state'];
+    // values around a pack's size, a key longer than 32 bytes: each entry must hold exactly
+    // serialize()'s bytes.
+    const words = ['kafka', 'grüße', '日本語'.repeat(4), 'a\uD800b', '', 'x'.repeat(PACK_MAX_BYTES / 3), 'y'.repeat(PACK_MAX_BYTES / 2), 'z'.repeat(PACK_MAX_BYTES), 'kafka', 'state'];
     const packed = new Map([['app-words', 3]]);
-    const viaWrite = packRecords(words.map((w, i) => ({ topic: 'app-words', key: serdes.string.serialize(w), value: serdes.string.serialize(w), timestamp: i })), packed);
+    // Most values are the key itself (a word grouped by itself: its bytes are copied), some not.
+    const valueOf = (w: string, i: number): string => (i % 4 === 0 ? `v:${w}` : w);
+    const serialized = (w: string, i: number): OutputRecord => ({ topic: 'app-words', key: serdes.string.serialize(w), value: serdes.string.serialize(valueOf(w, i)), timestamp: i });
+    const viaWrite = packRecords(words.map(serialized), packed);
     const writer = new PackWriter(packed);
     const out: OutputRecord[] = [];
     for (const [i, w] of words.entries()) {
       // Every other record goes through write(), as a sink whose serdes lack encodeInto would.
-      if (i % 2 === 1) writer.write({ topic: 'app-words', key: serdes.string.serialize(w), value: serdes.string.serialize(w), timestamp: i }, out);
-      else if (!writer.writeEncoded('app-words', w, w, serdes.string, serdes.string, i, out)) writer.write({ topic: 'app-words', key: serdes.string.serialize(w), value: serdes.string.serialize(w), timestamp: i }, out);
+      if (i % 2 === 1) writer.write(serialized(w, i), out);
+      else if (!writer.writeEncoded('app-words', w, valueOf(w, i), serdes.string, serdes.string, i, out)) writer.write(serialized(w, i), out);
     }
     const viaEncoded = [...out, ...writer.flush()];
     const entries = (packs: OutputRecord[]) => packs.map((p) => (p.headers?.[PACK_HEADER] === undefined
