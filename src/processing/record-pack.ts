@@ -267,6 +267,13 @@ function close(pack: OpenPack): OutputRecord {
   return { topic: pack.topic, partition: pack.partition, key: null, value: pack.buf.subarray(0, pack.at), headers: PACK_HEADERS, ...(timestamp === undefined ? {} : { timestamp }) };
 }
 
+/** Whether `buf`'s `length` bytes at `a` and at `b` are the same (short runs: a key, a word). */
+function sameBytes(buf: Buffer, a: number, b: number, length: number): boolean {
+  if (length > 64) return false;
+  for (let i = 0; i < length; i++) if (buf[a + i] !== buf[b + i]) return false;
+  return true;
+}
+
 /** The entries of a pack, each with the pack's topic, partition and offset. Throws PackDecodeError. */
 export function unpackRecord(record: InputRecord): PackedEntry[] {
   const version = record.headers[PACK_HEADER];
@@ -293,7 +300,10 @@ export function unpackRecord(record: InputRecord): PackedEntry[] {
     const key = keyLength === -1 ? null : buf.subarray(at + 4, at + 4 + keyLength);
     at += 4 + Math.max(keyLength, 0);
     const valueLength = lengthAt(at);
-    const value = valueLength === -1 ? null : buf.subarray(at + 4, at + 4 + valueLength);
+    // A value with the key's bytes (a word grouped by itself) is the key's Buffer: one view
+    // less, and the source decodes it once (StreamTask.processSource).
+    let value: Buffer | null = null;
+    if (valueLength !== -1) value = key !== null && valueLength === keyLength && sameBytes(buf, at - keyLength, at + 4, keyLength) ? key : buf.subarray(at + 4, at + 4 + valueLength);
     const afterValue = at + 4 + Math.max(valueLength, 0);
     need(afterValue, 10);
     const timestamp = buf.readDoubleBE(afterValue);

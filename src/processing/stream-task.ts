@@ -381,7 +381,12 @@ export class StreamTask {
     let value: unknown;
     try {
       key = record.key === null ? null : source.keySerde.deserialize(record.key);
-      value = record.value === null ? null : source.valueSerde.deserialize(record.value);
+      // The key's own Buffer as the value (a pack entry whose value has the key's bytes), through
+      // the same serde: the same value, decoded once — for a primitive; an object is decoded
+      // again, so that key and value are never one object a processor could change through both.
+      value = record.value === null ? null
+        : record.value === record.key && source.valueSerde === source.keySerde && (typeof key !== 'object' || key === null) ? key
+          : source.valueSerde.deserialize(record.value);
     } catch (error) {
       this.onDeserializationError(record, error);
       return;

@@ -102,6 +102,19 @@ describe('packed repartition records', () => {
     expect(plain.map((p) => [p.key?.[0], p.partition])).toEqual(['y', 'z'].map((c) => [c.charCodeAt(0), partitionForKey(Buffer.from(c.repeat(c === 'y' ? PACK_MAX_BYTES / 2 : PACK_MAX_BYTES)), 3)]));
   });
 
+  it('unpacks a value with its key\'s bytes as the key\'s own Buffer, and any other value as its own', () => {
+    const records: OutputRecord[] = [
+      { topic: 'app-words', key: Buffer.from('kafka'), value: Buffer.from('kafka') },
+      { topic: 'app-words', key: Buffer.from('kafka'), value: Buffer.from('kafkA') },
+      { topic: 'app-words', key: Buffer.from('k'), value: Buffer.from('kk') },
+    ];
+    const [pack] = packRecords(records, new Map([['app-words', 1]]));
+    const [same, other, longer] = unpackRecord(consumed(pack!));
+    expect(same!.value).toBe(same!.key);
+    expect(other!.value).not.toBe(other!.key);
+    expect([other!.value?.toString(), longer!.value?.toString()]).toEqual(['kafkA', 'kk']);
+  });
+
   it('leaves to write() what encodeInto cannot pack: a serde without it, a null key, another topic, an entry larger than a pack', () => {
     const writer = new PackWriter(new Map([['app-words', 2]]));
     const out: OutputRecord[] = [];

@@ -10,7 +10,7 @@ import { TopologyBuilder } from '../../../src/processing/topology.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { Serde } from '../../../src/store/types.js';
 import { send, type Harness } from './manager-harness.js';
-import { harnessesClosedAfterEach } from './processing-fixture.js';
+import { brokerWithTopics, harnessesClosedAfterEach } from './processing-fixture.js';
 
 const harnesses = harnessesClosedAfterEach();
 
@@ -84,5 +84,35 @@ describe('typed store keys', () => {
     await words.commitAll();
     big.write('XXXXX', 100, 'utf8'); // whoever owns the buffer reuses it
     expect(await committed(words)).toEqual([[Buffer.from('kafka').toString('hex'), 2]]);
+  });
+
+  it('a value unpacked as its key\'s own bytes reaches a processor as its own object, never the key\'s', async () => {
+    const b = new TopologyBuilder();
+    b.addSource('lines', 'in', serdes.string, serdes.string);
+    b.addProcessor<string, string>('split', (record, ctx) => {
+      for (const id of record.value.split(' ')) ctx.forward({ key: { id }, value: { id }, timestamp: record.timestamp });
+    }, ['lines']);
+    b.addSink('to-ids', 'ids', serdes.json, serdes.json, ['split'], { internal: true });
+    b.addSource('ids', 'ids', serdes.json, serdes.json, { internal: true });
+    b.addStore('seen', serdes.string, serdes.string);
+    b.addProcessor<{ id: string }, { id: string }>('mutate', (record, ctx) => {
+      record.value.id = `${record.value.id}!`; // a processor may change its value…
+      ctx.store<string, string>('seen').put(record.key.id, record.value.id); // …and its key is still its own
+    }, ['ids'], ['seen']);
+    const broker = brokerWithTopics(['in']);
+    broker.createTopic('app-ids', 1);
+    const h = await harnesses.start({ topology: b.build(), partitions: 1, broker, eosV2: true, repartitionPartitions: new Map([['app-ids', 1]]) });
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'app-ids', partition: 0 }]);
+    await h.manager.control.idle();
+    send(broker, 'in', 0, 'l', 'a b');
+    await h.pump();
+    await h.commitAll();
+    await h.pump();
+    await h.commitAll();
+    const view = h.manager.localTasks().find((t) => t.stores?.storeNames().includes('seen'))!.stores!.store('seen').view({ readCommitted: true });
+    const entries: string[] = [];
+    for await (const { key, value } of view.range()) entries.push(`${key.toString()}=${value.toString()}`);
+    await view.close();
+    expect(entries).toEqual(['a=a!', 'b=b!']);
   });
 });
