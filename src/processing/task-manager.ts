@@ -100,7 +100,8 @@ function fullSlices(sliceMs: number): ProcessingPacer {
 /** Paces the processing loop (see TaskManagerDeps.pacer). */
 export interface ProcessingPacer {
   /** Whether processing now shares the event loop (its budget is cut into windows). */
-  sharing(): boolean;
+  /** Requests are waiting (or have just been answered) at `now` (the slice clock's ms). */
+  sharing(now: number): boolean;
   /** How long processing may run from `now` (ms, the manager's clock); 0 when it must rest. */
   budgetMs(now: number): number;
   /** How long until processing may run again (ms, ≥ 1), asked when budgetMs() is 0. */
@@ -276,7 +277,7 @@ export class TaskManager implements ConsumerHandlers {
   }
 
   maxRecordsPerFetch(): number {
-    return this.pacer.sharing() ? SHARED_FETCH_RECORDS : Infinity;
+    return this.pacer.sharing(this.sliceClock()) ? SHARED_FETCH_RECORDS : Infinity;
   }
 
   onRebalancing(): void {

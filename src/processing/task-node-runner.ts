@@ -139,7 +139,7 @@ export class TaskNodeRunner {
     const definition = this.config.topology.stores.get(storeName);
     const stores = this.config.stores();
     if (definition === undefined || stores === null) throw new IqgateError('STORE_NOT_FOUND', `store "${storeName}" is not open in task ${this.config.taskId}`);
-    const partition = stores.store(storeName);
+    const partition = stores.processingStore(storeName);
     const serde = definition.keySerde;
     const exact = roundTripsExactly(serde);
     // A read-modify-write (count, aggregate, reduce) serializes the same key twice in a row: the

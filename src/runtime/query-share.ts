@@ -22,17 +22,21 @@ export const QUERY_SHARE_PERIOD_MS = 10;
 
 export class QueryShare implements ProcessingPacer {
   private waiting = 0;
-  /** When the last request stopped waiting (the clock's ms). */
+  /**
+   * When processing first looked (sharing, budgetMs) after the last request stopped waiting, in
+   * the caller's clock: the time is taken from the caller so that it can never be compared with
+   * another clock's.
+   */
   private lastAnsweredAt = Number.NEGATIVE_INFINITY;
+  private answeredSinceLastLook = false;
   private readonly windowMs: number;
 
   /**
    * @param queryShare the share of each period kept for requests while any waits (0 turns the
    *   split off; at most 0.9, so processing always moves)
    * @param sliceMs processing's slice when no request waits
-   * @param clock the clock of the `now` given to budgetMs (the task manager's slice clock)
    */
-  constructor(queryShare: number, private readonly sliceMs: number, private readonly clock: () => number = () => performance.now()) {
+  constructor(queryShare: number, private readonly sliceMs: number) {
     if (!(queryShare >= 0 && queryShare <= 0.9)) throw new RangeError(`queryShare must be within [0, 0.9], got ${String(queryShare)}`);
     this.windowMs = (1 - queryShare) * QUERY_SHARE_PERIOD_MS;
   }
@@ -50,18 +54,25 @@ export class QueryShare implements ProcessingPacer {
       if (done) return;
       done = true;
       this.waiting -= 1;
-      if (this.waiting === 0) this.lastAnsweredAt = this.clock();
+      if (this.waiting === 0) this.answeredSinceLastLook = true;
     };
   }
 
   /**
-   * Requests are waiting, or were within the last period. A client that sends its next request
+   * Requests are waiting, or were answered within the last period (counted from processing's
+   * first look after the answer, `now` being the caller's clock). A client that sends its next request
    * once the last is answered leaves a gap of well under a millisecond with none waiting: a slice
    * that started in such a gap took processing's whole slice, not the window (slices of 5 ms
    * where the window was 3, bench:query:busy).
    */
-  sharing(now: number = this.clock()): boolean {
-    return this.windowMs < QUERY_SHARE_PERIOD_MS && (this.waiting > 0 || now - this.lastAnsweredAt < QUERY_SHARE_PERIOD_MS);
+  sharing(now: number): boolean {
+    if (this.windowMs >= QUERY_SHARE_PERIOD_MS) return false;
+    if (this.waiting > 0) return true;
+    if (this.answeredSinceLastLook) {
+      this.answeredSinceLastLook = false;
+      this.lastAnsweredAt = now;
+    }
+    return now - this.lastAnsweredAt < QUERY_SHARE_PERIOD_MS;
   }
 
   budgetMs(now: number): number {

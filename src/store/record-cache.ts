@@ -79,11 +79,12 @@ export class NamedCache {
 }
 
 /**
- * Key bytes an entry may keep: a view into a buffer larger than Node's Buffer pool slab (an
- * entry of a pack, a key inside a fetched batch — a processor's store key may be the input
- * record's own bytes) is copied, so that a cached key never keeps the whole buffer alive.
+ * Key bytes an entry (or a change event) may keep: a view into a buffer larger than Node's
+ * Buffer pool slab (an entry of a pack, a key inside a fetched batch — a processor's store key
+ * may be the input record's own bytes) is copied, so that a cached key never keeps the whole
+ * buffer alive.
  */
-function ownKeyBytes(bytes: Buffer): Buffer {
+export function ownKeyBytes(bytes: Buffer): Buffer {
   return bytes.byteLength < bytes.buffer.byteLength && bytes.buffer.byteLength > Buffer.poolSize ? Buffer.from(bytes) : bytes;
 }
 

@@ -28,7 +28,7 @@ import { storeClosedError } from './store-errors.js';
 import { WriteBatch } from './write-batch.js';
 import type { CommittedKeyspace, CommittedWrite, StoreMeta } from './committed-store.js';
 import type { MemoryLayer } from './merge-range.js';
-import { NamedCache, type CacheEntry, type RecordCache } from './record-cache.js';
+import { NamedCache, ownKeyBytes, type CacheEntry, type RecordCache } from './record-cache.js';
 import type { ResolvedStoreOptions } from './store-options.js';
 import type {
   Bytes,
@@ -160,7 +160,8 @@ export class StorePartition implements KeyValueStorePartition {
     this.cache.putDirty(this.named, internalKey ?? toInternalKey(key), key, value, source);
     // Visible to uncommitted reads from now on (the cache is their top layer).
     if (this.uncommittedListeners !== 0) {
-      this.emit({ kind: 'uncommitted', changes: [{ key, value }], position: this.uncommittedPos.copy() });
+      // A subscriber may hold events for a while (a change stream buffers them): never a view into an input buffer.
+      this.emit({ kind: 'uncommitted', changes: [{ key: ownKeyBytes(key), value }], position: this.uncommittedPos.copy() });
     }
     this.budget.check();
   }

@@ -10,7 +10,7 @@ import { storeClosedError, toStoreError } from './store-errors.js';
 import type { CommittedStore } from './committed-store.js';
 import type { Position } from './position.js';
 import type { PreparedCommit, StorePartition } from './store-partition.js';
-import type { CapturedCommit, Change, FlushedChange, FlushListener, KeyValueStorePartition, TaskStores } from './types.js';
+import type { CapturedCommit, Change, FlushedChange, FlushListener, KeyValueStorePartition, ProcessingStorePartition, TaskStores } from './types.js';
 import type { UncommittedBudget } from './uncommitted-budget.js';
 
 type TaskState = 'open' | 'closing' | 'closed';
@@ -59,6 +59,11 @@ export class LayeredTaskStores implements TaskStores {
   }
 
   store(name: string): KeyValueStorePartition {
+    this.checkOpen();
+    return this.partitionOf(name);
+  }
+
+  processingStore(name: string): ProcessingStorePartition {
     this.checkOpen();
     return this.partitionOf(name);
   }

@@ -126,14 +126,10 @@ export interface StoreSubscribeOptions {
 export interface KeyValueStorePartition {
   readonly storeName: string;
   readonly partition: number;
-  /**
-   * Uncommitted read for the processing path (cache → write batch → committed store).
-   * `internalKey`, on get, put and delete: the key's internal form (sorted-map.ts toInternalKey),
-   * when the caller already has it — it must be exactly that of `key`.
-   */
-  get(key: Bytes, internalKey?: string): Bytes | undefined;
-  put(key: Bytes, value: Bytes, source: RecordSource, internalKey?: string): void;
-  delete(key: Bytes, source: RecordSource, internalKey?: string): void;
+  /** Uncommitted read for the processing path (cache → write batch → committed store). */
+  get(key: Bytes): Bytes | undefined;
+  put(key: Bytes, value: Bytes, source: RecordSource): void;
+  delete(key: Bytes, source: RecordSource): void;
   /** Takes a consistent read view synchronously. */
   view(options: { readonly readCommitted: boolean }): ReadView;
   committedPosition(): Position;
@@ -164,10 +160,25 @@ export type FlushListener = (changes: readonly FlushedChange[]) => void;
  * (docs/architecture.md §4): the runtime calls flush(), sends the flushed changes to the changelog in its
  * Kafka transaction, commits the transaction, then calls commit() with the changelog offsets.
  */
+/**
+ * A processor's typed store's access to a store partition (TaskStores.processingStore): get, put
+ * and delete take the key's internal form along (sorted-map.ts toInternalKey) when the caller
+ * already has it. It must be exactly that of `key` — a wrong one would file the write under one
+ * key in the cache and write batch and another in the changelog — so this is not an
+ * application's interface.
+ */
+export interface ProcessingStorePartition {
+  get(key: Bytes, internalKey?: string): Bytes | undefined;
+  put(key: Bytes, value: Bytes, source: RecordSource, internalKey?: string): void;
+  delete(key: Bytes, source: RecordSource, internalKey?: string): void;
+}
+
 export interface TaskStores {
   readonly taskId: string;
   /** Throws IqgateError STORE_NOT_FOUND for a name the task does not have. */
   store(name: string): KeyValueStorePartition;
+  /** The same partition, for the processing path's typed stores (ProcessingStorePartition). */
+  processingStore(name: string): ProcessingStorePartition;
   storeNames(): readonly string[];
   /** Flushes the task's record cache: dirty entries, in write order, go to the write batch and the flush listeners. */
   flush(): void;

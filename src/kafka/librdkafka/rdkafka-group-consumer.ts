@@ -22,7 +22,8 @@
  *   be dequeued for it), seeks, drops what the call under way brings for it, and resumes it
  *   only once that call has returned (if the task manager wants it resumed): every record
  *   delivered afterwards is from the new position. A partition paused since its assignment has
- *   fetched nothing, so its first seek (a task's start) resumes as soon as it is asked to.
+ *   fetched nothing, so its first seek (a task's start) needs no such wait. Either way a resume
+ *   waits for the seek itself to reach librdkafka (the binding seeks from libuv's pool).
  */
 import type { KafkaConsumer, LibrdKafkaError, Message, TopicPartition as RdTopicPartition } from '@confluentinc/kafka-javascript';
 import type { ConsumerHandlers, GroupConsumerPort, Headers, InputRecord, TopicPartition, TopicPartitionOffset } from '../../processing/ports.js';
@@ -70,6 +71,12 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
    * nothing of them, so no consume() call can carry their records and a seek needs no gate.
    */
   private readonly neverFetched = new Set<string>();
+  /**
+   * Seeks not yet handed to librdkafka, by partition: the binding calls rd_kafka_seek from
+   * libuv's pool, while pause and resume are synchronous, so a partition resumes only once its
+   * seeks have called back (after that, librdkafka's op queue keeps seek before resume).
+   */
+  private readonly seeking = new Map<string, number>();
   /** Partitions held paused after a seek until consume() call number `gate` has returned. */
   private readonly seekGates = new Map<string, { readonly tp: TopicPartition; readonly gate: number }>();
   /** The last error reported through onReconnecting, cleared once records flow again. */
@@ -180,7 +187,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     for (const [k, { tp, gate }] of this.seekGates) {
       if (gate > seq) continue;
       this.seekGates.delete(k);
-      if (!this.paused.has(k) && this.assigned.has(k)) resume.push(tp);
+      if (this.wantsFlowing(k)) resume.push(tp);
     }
     if (resume.length > 0) this.nativeResume(resume);
   }
@@ -265,8 +272,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   resume(partitions: readonly TopicPartition[]): void {
     const mine = partitions.filter((tp) => this.assigned.has(key(tp.topic, tp.partition)));
     for (const tp of mine) this.paused.delete(key(tp.topic, tp.partition));
-    // A partition behind a seek gate resumes when the gate opens.
-    const now = mine.filter((tp) => !this.seekGates.has(key(tp.topic, tp.partition)));
+    // A partition behind a seek gate, or with a seek not yet in librdkafka, resumes when that ends.
+    const now = mine.filter((tp) => !this.seekGates.has(key(tp.topic, tp.partition)) && !this.seeking.has(key(tp.topic, tp.partition)));
     if (now.length > 0) this.nativeResume(now);
   }
 
@@ -279,7 +286,14 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     // it can be under way. Waiting for the call under way — at start-up a call waiting up to
     // fetch.wait.max.ms on an empty queue — held every task's first batch back ~190 ms.
     if (!this.neverFetched.has(k)) this.seekGates.set(k, { tp, gate: this.consumeSeq });
+    this.seeking.set(k, (this.seeking.get(k) ?? 0) + 1);
     this.consumer.seek({ topic: position.topic, partition: position.partition, offset: position.offset }, 0, (err) => {
+      const left = (this.seeking.get(k) ?? 1) - 1;
+      if (left > 0) this.seeking.set(k, left);
+      else {
+        this.seeking.delete(k);
+        if (this.wantsFlowing(k)) this.nativeResume([tp]);
+      }
       if (!err) return;
       // The binding waits at least 10 ms for the seek's result (it raises 0, which would make
       // rd_kafka_seek asynchronous); past that, librdkafka answers _TIMED_OUT while the seek op
@@ -331,6 +345,11 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
         // Only a wake-up: the fetch starts at the broker thread's next round anyway.
       }
     });
+  }
+
+  /** Assigned, not paused by the task manager, and held by no seek: the partition may be resumed in librdkafka. */
+  private wantsFlowing(k: string): boolean {
+    return this.assigned.has(k) && !this.paused.has(k) && !this.seekGates.has(k) && !this.seeking.has(k);
   }
 
   /** Assigned partitions the task manager has not paused. */

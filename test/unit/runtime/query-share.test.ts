@@ -5,13 +5,13 @@ describe('QueryShare: the event loop split between waiting requests and processi
   it('gives processing its whole slice while no request waits', () => {
     const share = new QueryShare(0.5, 5);
     for (let now = 1000; now < 1000 + QUERY_SHARE_PERIOD_MS; now += 1) expect(share.budgetMs(now)).toBe(5);
-    expect(share.sharing()).toBe(false);
+    expect(share.sharing(1005)).toBe(false);
   });
 
   it('while a request waits, lets processing start only in the first (1 − share) of each period', () => {
     const share = new QueryShare(0.6, 5);
     const done = share.requestStarted();
-    expect(share.sharing()).toBe(true);
+    expect(share.sharing(2000)).toBe(true);
     // Period starts at multiples of 10 ms: processing's window is [0, 4) ms of each.
     expect(share.budgetMs(2000)).toBe(4);
     expect(share.budgetMs(2003)).toBe(1);
@@ -23,16 +23,16 @@ describe('QueryShare: the event loop split between waiting requests and processi
     done();
     done(); // idempotent: a response that both writes its head and closes counts once
     expect(share.requestsWaiting).toBe(0);
-    expect(share.budgetMs(1_000_004)).toBe(5);
+    expect(share.budgetMs(2011)).toBe(3); // processing sees the answer: sharing for one period more…
+    expect(share.budgetMs(2021)).toBe(5); // …and then no longer
   });
 
   it('keeps sharing for one period after the last request was answered: the client\'s next one is on its way', () => {
-    let now = 5000;
-    const share = new QueryShare(0.7, 5, () => now);
+    const share = new QueryShare(0.7, 5);
     const done = share.requestStarted();
-    now = 5001;
     done();
-    // No request waits, yet a slice starting now gets the window's rest, not its whole slice.
+    // No request waits, yet a slice starting now gets the window's rest, not its whole slice —
+    // for one period from processing's first look after the answer (in the caller's clock).
     expect(share.requestsWaiting).toBe(0);
     expect(share.budgetMs(5001)).toBeCloseTo(2);
     expect(share.budgetMs(5005)).toBe(0);
@@ -51,7 +51,7 @@ describe('QueryShare: the event loop split between waiting requests and processi
   it('turns off with share 0 and refuses a share that would stop processing', () => {
     const off = new QueryShare(0, 5);
     off.requestStarted();
-    expect(off.sharing()).toBe(false);
+    expect(off.sharing(4009)).toBe(false);
     expect(off.budgetMs(4009)).toBe(5);
     expect(() => new QueryShare(0.95, 5)).toThrow(RangeError);
     expect(() => new QueryShare(-0.1, 5)).toThrow(RangeError);
