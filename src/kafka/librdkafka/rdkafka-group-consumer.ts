@@ -49,6 +49,9 @@ interface CooperativeConsumer {
   assignmentLost(): boolean;
 }
 
+/** wakeFetchers counts the partitions it woke per topic over windows of this length (ms). */
+const WAKE_WINDOW_MS = 100;
+
 const ERR_ASSIGN = -175;
 const ERR_REVOKE = -174;
 /** rd_kafka_seek stopped waiting for the seek op's result (the op itself is queued). */
@@ -77,6 +80,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
    * seeks have called back (after that, librdkafka's op queue keeps seek before resume).
    */
   private readonly seeking = new Map<string, number>();
+  /** Wake-ups sent per topic since `at` (wakeFetchers). */
+  private wakeWindow: { at: number; counts: Map<string, number> } = { at: 0, counts: new Map() };
   /** Partitions held paused after a seek until consume() call number `gate` has returned. */
   private readonly seekGates = new Map<string, { readonly tp: TopicPartition; readonly gate: number }>();
   /** The last error reported through onReconnecting, cleared once records flow again. */
@@ -330,21 +335,27 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
    * the main thread and wakes no broker thread). Measured: every task start, and every seek
    * (which pauses and resumes), waited ~920 ms for its first fetch. A watermark query is a
    * request to the partition's leader, so it wakes that broker thread at once. Sent for the
-   * first resumed partition of each topic and every 8th after it, not for all: one request
-   * wakes a broker thread for all its partitions, and a partition whose leader gets none still
-   * starts within the 1 s, as before.
+   * first resumed partition of each topic and every 8th after it within WAKE_WINDOW_MS, not
+   * for all: one request wakes a broker thread for all its partitions, and a partition whose
+   * leader gets none still starts within the 1 s, as before.
    */
   private wakeFetchers(partitions: readonly TopicPartition[]): void {
-    const seen = new Set<string>();
-    partitions.forEach((tp, i) => {
-      if (seen.has(tp.topic) && i % 8 !== 0) return;
-      seen.add(tp.topic);
+    // Counted per topic over a short window, not per call: tasks resume one partition at a time
+    // as they start (each after its own seek), and a query per partition — 1000 of them on
+    // libuv's pool, each waiting for the broker — held back the task openings queued behind.
+    const now = Date.now();
+    if (now - this.wakeWindow.at > WAKE_WINDOW_MS) this.wakeWindow = { at: now, counts: new Map() };
+    const counts = this.wakeWindow.counts;
+    for (const tp of partitions) {
+      const n = counts.get(tp.topic) ?? 0;
+      counts.set(tp.topic, n + 1);
+      if (n % 8 !== 0) continue;
       try {
         this.consumer.queryWatermarkOffsets(tp.topic, tp.partition, 5_000, () => {});
       } catch {
         // Only a wake-up: the fetch starts at the broker thread's next round anyway.
       }
-    });
+    }
   }
 
   /** Assigned, not paused by the task manager, and held by no seek: the partition may be resumed in librdkafka. */
