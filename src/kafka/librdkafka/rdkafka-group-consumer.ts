@@ -325,7 +325,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       this.options.log?.debug({ err: error }, 'librdkafka: resume failed');
       return;
     }
-    this.wakeFetchers(partitions);
+    this.wakeFetchers(partitions, true);
   }
 
   /**
@@ -339,13 +339,18 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
    * for all: one request wakes a broker thread for all its partitions, and a partition whose
    * leader gets none still starts within the 1 s, as before.
    */
-  private wakeFetchers(partitions: readonly TopicPartition[]): void {
-    // Counted per topic over a short window, not per call: tasks resume one partition at a time
-    // as they start (each after its own seek), and a query per partition — 1000 of them on
-    // libuv's pool, each waiting for the broker — held back the task openings queued behind.
-    const now = Date.now();
-    if (now - this.wakeWindow.at > WAKE_WINDOW_MS) this.wakeWindow = { at: now, counts: new Map() };
-    const counts = this.wakeWindow.counts;
+  private wakeFetchers(partitions: readonly TopicPartition[], windowed = false): void {
+    // Resumes (`windowed`) are counted per topic over a short window, not per call: tasks resume
+    // one partition at a time as they start (each after its own seek), and a query per
+    // partition — 1000 of them on libuv's pool, each waiting for the broker — held back the task
+    // openings queued behind. A rebalance's wake-up is counted on its own: librdkafka held every
+    // partition back until then, so an earlier wake-up says nothing about the thread now.
+    let counts = new Map<string, number>();
+    if (windowed) {
+      const now = Date.now();
+      if (now - this.wakeWindow.at > WAKE_WINDOW_MS) this.wakeWindow = { at: now, counts: new Map() };
+      counts = this.wakeWindow.counts;
+    }
     for (const tp of partitions) {
       const n = counts.get(tp.topic) ?? 0;
       counts.set(tp.topic, n + 1);

@@ -91,4 +91,16 @@ describe('RdkafkaGroupConsumer.seek', () => {
     const { lines } = await seekAnswered(Object.assign(new Error('Local: Erroneous state'), { code: -172 }));
     expect(lines.filter((l) => l.level === 'warn').map((l) => l.message)).toEqual(['librdkafka: seek failed']);
   });
+
+  it('wakes the fetchers of partitions resumed one at a time (tasks starting) once per topic and every 8th, not per partition', async () => {
+    const { rd, driver } = fakeRdkafka(null);
+    const { consumer } = consumerWithLog(rd);
+    await consumer.run({ onBatch: () => true, onAssignment: () => {}, onRebalancing: () => {}, onCrash: () => {}, onRevoked: async () => {} });
+    const partitions = Array.from({ length: 17 }, (_x, partition) => ({ topic: 't', partition }));
+    driver.rebalance!({ code: ERR_ASSIGN }, partitions);
+    driver.calls.length = 0;
+    for (const tp of partitions) consumer.resume([tp]); // each task resumes its own partition as it opens
+    expect(driver.calls.filter((c) => c.startsWith('watermarks'))).toEqual(['watermarks:0', 'watermarks:8', 'watermarks:16']);
+    await consumer.stop();
+  });
 });
