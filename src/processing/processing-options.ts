@@ -32,8 +32,8 @@ export const processingOptionsSchema = z.object({
   /**
    * The share of the event loop kept for gateway requests while any waits for its answer:
    * processing then runs only in the first (1 − queryShare) of every 10 ms (0 turns it off;
-   * bench:query:busy, docs/engine.md: with packed repartition topics 0.7 kept queries at
-   * 0.48–0.56× their idle rate, 0.6 at 0.37–0.51×).
+   * bench:query:busy on librdkafka, docs/engine.md: 0.7 keeps queries at 0.63–0.69× their idle
+   * rate and their p99 at 1.5–1.7× idle).
    */
   queryShare: z.number().min(0).max(0.9).default(0.7),
   /**

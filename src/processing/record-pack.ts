@@ -65,7 +65,7 @@ function entrySize(record: OutputRecord): number {
 function writeBytes(target: Buffer, at: number, bytes: Buffer | null): number {
   if (bytes === null) return target.writeInt32BE(-1, at);
   at = target.writeInt32BE(bytes.length, at);
-  return at + bytes.copy(target, at);
+  return at + copySmall(bytes, bytes.length, target, at);
 }
 
 /** A pack's bytes: the count, then its entries; at most this many. */
@@ -149,14 +149,16 @@ export class PackWriter {
     const valueIsKey = value !== null && (valueSerde as Serde<unknown>) === keySerde && Object.is(value, key);
     let pack = this.packFor(topic, partition, out);
     for (;;) {
-      // Count, key, value length, the value, timestamp and header count: the value is written
-      // where it goes, and the entry taken only if all of it fits.
+      // Key length, key, value length, then the value where it goes; the entry is taken only if
+      // the value and the 10 bytes after it (timestamp, header count) fit before `end`.
       const valueAt = pack.at + 4 + keyLength + 4;
+      const end = pack.buf.length - 10;
       let valueLength = -1;
-      if (valueIsKey) valueLength = valueAt + keyLength <= pack.buf.length ? copySmall(scratch, keyLength, pack.buf, valueAt) : -1;
-      else if (valueAt + 10 <= pack.buf.length && value !== null) valueLength = valueSerde.encodeInto(value, pack.buf, valueAt);
-      const fits = valueAt + 10 <= pack.buf.length && (value === null || (valueLength >= 0 && valueAt + valueLength + 10 <= pack.buf.length));
-      if (fits) {
+      if (value !== null && valueAt <= end) {
+        if (!valueIsKey) valueLength = valueSerde.encodeInto(value, pack.buf, valueAt);
+        else if (valueAt + keyLength <= end) valueLength = copySmall(scratch, keyLength, pack.buf, valueAt);
+      }
+      if (valueAt <= end && (value === null || (valueLength >= 0 && valueAt + valueLength <= end))) {
         pack.buf.writeInt32BE(keyLength, pack.at);
         copySmall(scratch, keyLength, pack.buf, pack.at + 4);
         pack.buf.writeInt32BE(value === null ? -1 : valueLength, pack.at + 4 + keyLength);

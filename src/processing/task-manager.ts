@@ -99,10 +99,9 @@ function fullSlices(sliceMs: number): ProcessingPacer {
 
 /** Paces the processing loop (see TaskManagerDeps.pacer). */
 export interface ProcessingPacer {
-  /** Whether processing now shares the event loop (its budget is cut into windows). */
-  /** Requests are waiting (or have just been answered) at `now` (the slice clock's ms). */
+  /** Whether processing shares the event loop at `now` (the slice clock's ms): its budget is cut into windows. */
   sharing(now: number): boolean;
-  /** How long processing may run from `now` (ms, the manager's clock); 0 when it must rest. */
+  /** How long processing may run from `now` (ms, the slice clock's); 0 when it must rest. */
   budgetMs(now: number): number;
   /** How long until processing may run again (ms, ≥ 1), asked when budgetMs() is 0. */
   restMs(now: number): number;

@@ -37,8 +37,7 @@ export class TransactionOutput {
   }
 
   push(record: OutputRecord): void {
-    this.pushed += 1;
-    this.waiting += 1;
+    this.counted();
     if (this.packs === null) this.pending.push(record);
     else this.packs.write(record, this.pending);
   }
@@ -50,8 +49,7 @@ export class TransactionOutput {
    */
   pushSink<K, V>(topic: string, key: K | null | undefined, value: V | null | undefined, keySerde: Serde<K>, valueSerde: Serde<V>, timestamp: number): void {
     if (this.packs !== null && key !== null && key !== undefined && this.packs.writeEncoded(topic, key, value ?? null, keySerde, valueSerde, timestamp, this.pending)) {
-      this.pushed += 1;
-      this.waiting += 1;
+      this.counted();
       return;
     }
     this.push({
@@ -62,13 +60,21 @@ export class TransactionOutput {
     });
   }
 
+  private counted(): void {
+    this.pushed += 1;
+    this.waiting += 1;
+  }
+
   /** Records waiting to go out, a pack's entries each. */
   buffered(): number {
     return this.waiting;
   }
 
-  /** Everything buffered, the open packs closed. */
-  private takePending(): OutputRecord[] {
+  /**
+   * Everything buffered, the open packs closed. Exactly-once v2 hands it over for the instance's
+   * transaction to produce (nothing is sent ahead there: the one transaction belongs to every task).
+   */
+  take(): OutputRecord[] {
     const output = this.pending;
     if (this.packs !== null) for (const pack of this.packs.flush()) output.push(pack);
     this.pending = [];
@@ -76,18 +82,10 @@ export class TransactionOutput {
     return output;
   }
 
-  /**
-   * Exactly-once v2: hands over what is buffered, for the instance's transaction to produce
-   * (nothing is sent ahead there: the one transaction belongs to every task).
-   */
-  take(): OutputRecord[] {
-    return this.takePending();
-  }
-
   /** Starts sending what is buffered, after any earlier send. Failures surface in drain(). */
   sendAhead(producer: TaskProducer): void {
     if (this.buffered() === 0) return;
-    const output = this.takePending();
+    const output = this.take();
     this.sentInTxn = true;
     const generation = this.generation;
     this.chain = this.chain.then(async () => {

@@ -278,7 +278,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     const mine = partitions.filter((tp) => this.assigned.has(key(tp.topic, tp.partition)));
     for (const tp of mine) this.paused.delete(key(tp.topic, tp.partition));
     // A partition behind a seek gate, or with a seek not yet in librdkafka, resumes when that ends.
-    const now = mine.filter((tp) => !this.seekGates.has(key(tp.topic, tp.partition)) && !this.seeking.has(key(tp.topic, tp.partition)));
+    const now = mine.filter((tp) => this.wantsFlowing(key(tp.topic, tp.partition)));
     if (now.length > 0) this.nativeResume(now);
   }
 
@@ -345,12 +345,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     // partition — 1000 of them on libuv's pool, each waiting for the broker — held back the task
     // openings queued behind. A rebalance's wake-up is counted on its own: librdkafka held every
     // partition back until then, so an earlier wake-up says nothing about the thread now.
-    let counts = new Map<string, number>();
-    if (windowed) {
-      const now = Date.now();
-      if (now - this.wakeWindow.at > WAKE_WINDOW_MS) this.wakeWindow = { at: now, counts: new Map() };
-      counts = this.wakeWindow.counts;
-    }
+    if (windowed && Date.now() - this.wakeWindow.at > WAKE_WINDOW_MS) this.wakeWindow = { at: Date.now(), counts: new Map() };
+    const counts = windowed ? this.wakeWindow.counts : new Map<string, number>();
     for (const tp of partitions) {
       const n = counts.get(tp.topic) ?? 0;
       counts.set(tp.topic, n + 1);
