@@ -24,8 +24,8 @@ import type { InputRecord, OutputRecord, TaskProducer, TopicPartition, TopicPart
 import { TransactionOutput } from './transaction-output.js';
 import type { ErrorPolicy } from './processing-options.js';
 import { RecordInbox } from './record-inbox.js';
-import { TaskNodeRunner } from './task-node-runner.js';
-import type { SourceNode, Topology } from './topology.js';
+import { TaskNodeRunner, type SourceRun } from './task-node-runner.js';
+import type { Topology } from './topology.js';
 import { entryOf, isPack, unpackRecord, type PackedEntry } from './record-pack.js';
 import { transition, type TaskState } from './task-state.js';
 
@@ -131,6 +131,8 @@ export class StreamTask {
   private readonly changelogStores = new Map<string, string>();
   /** Runs the topology's nodes for this task, with the processor contexts and typed stores. */
   private readonly nodes: TaskNodeRunner;
+  /** The last topic a record came from, and its source nodes (sourcesOf). */
+  private lastSources: { readonly topic: string | null; readonly runs: readonly SourceRun[] } = { topic: null, runs: [] };
   private dirty = false;
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
   private pendingRollback: { record: InputRecord; failed: InputRecord; error: unknown } | null = null;
@@ -339,11 +341,8 @@ export class StreamTask {
   /** Runs a fetched record through its source nodes; returns how many input records it held (a pack's entries). */
   private processRecord(record: InputRecord): number {
     let records = 1;
-    const sources = this.config.sourcesByTopic.get(record.topic) ?? [];
-    for (const sourceName of sources) {
-      const source = this.nodes.node(sourceName);
-      if (source.kind !== 'source') continue;
-      if (source.internal && isPack(record)) {
+    for (const source of this.sourcesOf(record.topic)) {
+      if (source.node.internal && isPack(record)) {
         let entries: PackedEntry[];
         try {
           entries = unpackRecord(record);
@@ -354,20 +353,33 @@ export class StreamTask {
         records = entries.length;
         for (const entry of entries) {
           try {
-            this.processSource(sourceName, source, entry);
+            this.processSource(source, entry);
           } catch (error) {
             if (error instanceof FatalTaskError) throw error;
             throw new EntryFailure(entry, error);
           }
         }
       } else {
-        this.processSource(sourceName, source, record);
+        this.processSource(source, record);
       }
     }
     return records;
   }
 
-  private processSource(sourceName: string, source: SourceNode, record: InputRecord): void {
+  /**
+   * The source nodes of `topic`, with their children's runs. A task reads one or two topics: the
+   * last one is kept, so a record's topic is compared, not hashed (the Kafka client gives each
+   * record a topic string of its own).
+   */
+  private sourcesOf(topic: string): readonly SourceRun[] {
+    if (topic === this.lastSources.topic) return this.lastSources.runs;
+    const runs = this.nodes.sources(this.config.sourcesByTopic.get(topic) ?? []);
+    this.lastSources = { topic, runs };
+    return runs;
+  }
+
+  private processSource(run: SourceRun, record: InputRecord): void {
+    const source = run.node;
     // Only while replaying after a processor error (a key string per record costs on the hot path).
     if (this.skipOffsets.size > 0) {
       const skipKey = recordKey(record);
@@ -391,7 +403,7 @@ export class StreamTask {
       this.onDeserializationError(record, error);
       return;
     }
-    this.nodes.runSource(sourceName, record, source.keySerde, key, value);
+    this.nodes.runSource(run, record, source.keySerde, key, value);
   }
 
   private onDeserializationError(record: InputRecord, error: unknown): void {

@@ -15,7 +15,7 @@ import { toInternalKey } from '../store/sorted-map.js';
 import type { FlushedChange, RecordSource, Serde, TaskStores } from '../store/types.js';
 import type { InputRecord } from './ports.js';
 import { entryOf } from './record-pack.js';
-import type { ProcessorContext, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
+import type { ProcessorContext, SourceNode, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
 
 export interface TaskNodeRunnerConfig {
   readonly taskId: string;
@@ -30,6 +30,18 @@ export interface TaskNodeRunnerConfig {
   readonly requestAbort: (source: RecordSource, reason: string) => void;
 }
 
+/** Runs one node for a record: built once per node (TaskNodeRunner.runOf), so the per-record path does no lookups by name. */
+type NodeRun = (record: StreamRecord<unknown, unknown>) => void;
+
+/** A source node of an input topic, with the run of its children. */
+export interface SourceRun {
+  readonly name: string;
+  readonly node: SourceNode;
+  readonly children: NodeRun;
+}
+
+const nothing: NodeRun = () => undefined;
+
 export class TaskNodeRunner {
   private current: RecordSource = { topic: '', partition: 0, offset: 0 };
   private currentTimestamp = 0;
@@ -38,13 +50,18 @@ export class TaskNodeRunner {
   private sourceKeyBytes: Buffer | null = null;
   private sourceKeySerde: Serde<unknown> | null = null;
   private readonly contexts = new Map<string, ProcessorContext>();
+  private readonly runs = new Map<string, NodeRun>();
+  private readonly sourceRuns = new Map<string, readonly SourceRun[]>();
   private readonly typedStores = new Map<string, TypedStore<unknown, unknown>>();
+  /** Bumped by forgetStores(): a context's remembered typed store is from an older attachment. */
+  private storesGeneration = 0;
 
   constructor(private readonly config: TaskNodeRunnerConfig) {}
 
   /** Forgets the typed stores built so far: the task's stores were (re)attached. */
   forgetStores(): void {
     this.typedStores.clear();
+    this.storesGeneration += 1;
   }
 
   node(name: string): TopologyNode {
@@ -53,20 +70,33 @@ export class TaskNodeRunner {
     return node;
   }
 
+  /** The source nodes named `names` (an input topic's), each with the run of its children; built once per list. */
+  sources(names: readonly string[]): readonly SourceRun[] {
+    const key = names.join('\u0000');
+    let runs = this.sourceRuns.get(key);
+    if (runs === undefined) {
+      runs = names.flatMap((name) => {
+        const node = this.node(name);
+        return node.kind === 'source' ? [{ name, node, children: this.childrenRun(name) }] : [];
+      });
+      this.sourceRuns.set(key, runs);
+    }
+    return runs;
+  }
+
   /**
    * Makes `record` the current input record and runs the children of its source node with the
    * key and value `keySerde` and the value serde decoded.
    */
-  runSource(sourceName: string, record: InputRecord, keySerde: Serde<unknown>, key: unknown, value: unknown): void {
+  runSource(source: SourceRun, record: InputRecord, keySerde: Serde<unknown>, key: unknown, value: unknown): void {
     // `entry`: the record's index in a pack (record-pack.ts), so that an abort names one entry.
-    const source: RecordSource & { readonly entry: number | undefined } = { topic: record.topic, partition: record.partition, offset: record.offset, entry: entryOf(record) };
-    this.current = source;
+    const current: RecordSource & { readonly entry: number | undefined } = { topic: record.topic, partition: record.partition, offset: record.offset, entry: entryOf(record) };
+    this.current = current;
     this.currentTimestamp = record.timestamp;
     this.sourceKey = key;
     this.sourceKeyBytes = record.key;
     this.sourceKeySerde = keySerde;
-    const typed: StreamRecord<unknown, unknown> = { key, value, timestamp: record.timestamp, headers: record.headers };
-    for (const child of this.config.topology.children.get(sourceName) ?? []) this.runNode(child, typed);
+    source.children({ key, value, timestamp: record.timestamp, headers: record.headers });
   }
 
   /**
@@ -85,19 +115,41 @@ export class TaskNodeRunner {
         value: change.value === null ? null : definition.valueSerde.deserialize(change.value),
         timestamp: this.currentTimestamp,
       };
-      for (const subscriber of definition.changeSubscribers) this.runNode(subscriber, record);
+      for (const subscriber of definition.changeSubscribers) this.runOf(subscriber)(record);
     } finally {
       this.current = saved;
     }
   }
 
-  private runNode(name: string, record: StreamRecord<unknown, unknown>): void {
+  /** Runs node `name` for a record (a sink serializes it, a processor is called with its context). */
+  private runOf(name: string): NodeRun {
+    let run = this.runs.get(name);
+    if (run !== undefined) return run;
     const node = this.node(name);
     if (node.kind === 'sink') {
-      this.config.sink(this.config.sinkTopics.get(name) ?? node.topic, record.key, record.value, node.keySerde, node.valueSerde, record.timestamp);
+      const { sink } = this.config;
+      const topic = this.config.sinkTopics.get(name) ?? node.topic;
+      const { keySerde, valueSerde } = node;
+      run = (record) => sink(topic, record.key, record.value, keySerde, valueSerde, record.timestamp);
     } else if (node.kind === 'processor') {
-      node.process(record, this.contextFor(node.name));
+      const { process } = node;
+      const context = this.contextFor(name);
+      run = (record) => process(record, context);
+    } else {
+      run = nothing;
     }
+    this.runs.set(name, run);
+    return run;
+  }
+
+  /** Runs every child of node `name`, in order. */
+  private childrenRun(name: string): NodeRun {
+    const runs = (this.config.topology.children.get(name) ?? []).map((child) => this.runOf(child));
+    if (runs.length === 0) return nothing;
+    if (runs.length === 1) return runs[0]!;
+    return (record) => {
+      for (const run of runs) run(record);
+    };
   }
 
   private contextFor(nodeName: string): ProcessorContext {
@@ -106,20 +158,30 @@ export class TaskNodeRunner {
     const node = this.node(nodeName);
     const allowed = new Set(node.kind === 'processor' ? node.stores : []);
     const children = this.config.topology.children.get(nodeName) ?? [];
+    const forwardAll = this.childrenRun(nodeName);
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the context reads the runner's current record
     const runner = this;
+    // The store asked for last, as long as the stores are not re-attached: a processor asks for
+    // the same store on every record.
+    let lastName: string | null = null;
+    let lastStore: TypedStore<unknown, unknown> | null = null;
+    let lastGeneration = -1;
     context = {
       store: <K, V>(storeName: string): TypedStore<K, V> => {
+        if (storeName === lastName && lastGeneration === runner.storesGeneration && lastStore !== null) return lastStore as TypedStore<K, V>;
         if (!allowed.has(storeName)) throw new IqgateError('STORE_NOT_FOUND', `processor "${nodeName}" did not declare store "${storeName}"`);
-        return runner.typedStore(storeName) as TypedStore<K, V>;
+        lastStore = runner.typedStore(storeName);
+        lastName = storeName;
+        lastGeneration = runner.storesGeneration;
+        return lastStore as TypedStore<K, V>;
       },
       forward: <K, V>(record: StreamRecord<K, V>, child?: string): void => {
-        if (child !== undefined) {
-          if (!children.includes(child)) throw new TypeError(`"${child}" is not a child of "${nodeName}"`);
-          runner.runNode(child, record);
-        } else {
-          for (const c of children) runner.runNode(c, record);
+        if (child === undefined) {
+          forwardAll(record as StreamRecord<unknown, unknown>);
+          return;
         }
+        if (!children.includes(child)) throw new TypeError(`"${child}" is not a child of "${nodeName}"`);
+        runner.runOf(child)(record as StreamRecord<unknown, unknown>);
       },
       abortTransaction: (reason: string): void => {
         if (typeof reason !== 'string') throw new TypeError('abortTransaction(reason): reason must be a string');
