@@ -11,6 +11,7 @@
  */
 import type { Admin, Kafka as KafkaType } from 'kafkajs';
 import { wordsOf } from '../examples/wordcount/wordcount-topology.js';
+import { performance } from 'node:perf_hooks';
 
 const [brokers = '', input = '', output = '', linesArg = '0', flavour = 'stock'] = process.argv.slice(2);
 if (flavour === 'patched') await import('../src/kafka/kafkajs-patches.js');

@@ -33,6 +33,8 @@ import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { produceLines, runWordcount } from '../examples/wordcount/index.js';
 import { createTopicsRetrying } from '../scripts/kafka/create-topics.js';
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 
 const LINES = Number(process.env.BENCH_LINES ?? 100_000);
 const COUNTS = (process.env.BENCH_PROCESSES ?? '1,2').split(',').map(Number);

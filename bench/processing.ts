@@ -40,7 +40,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Session } from 'node:inspector/promises';
 import { summariseCpuProfile, type CpuProfile } from './cpu-profile-summary.js';
 import { Kafka, logLevel } from 'kafkajs';

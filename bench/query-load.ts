@@ -12,6 +12,8 @@
  * carries `"errors"`.
  */
 import { Agent, request } from 'node:http';
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 
 interface Input {
   readonly url: string;

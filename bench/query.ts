@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import type { DocumentNode } from 'graphql';
 import { Registry } from 'prom-client';
 import type { Serde, TaskStores } from '../src/store/types.js';
+import { Buffer } from 'node:buffer';
 
 // As a production server runs: graphql-js skips its development-only instanceof checks. Set
 // before graphql is first loaded, hence the dynamic imports below.

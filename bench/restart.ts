@@ -48,6 +48,7 @@ import type { StartupTimings } from '../src/runtime/runtime.js';
 import { benchBroker } from './bench-broker.js';
 import { Figures } from './figures.js';
 import { createTopicsRetrying } from '../scripts/kafka/create-topics.js';
+import { Buffer } from 'node:buffer';
 
 const { values: args } = parseArgs({ options: {
   entry: { type: 'string', default: 'dist/src/main.js' },

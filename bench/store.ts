@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { openLevelStoreEngine, type KeyValueStorePartition, type ReadView, type TaskStores } from '../src/store/index.js';
+import { Buffer } from 'node:buffer';
 
 const KEYS = 100_000;
 const VALUE_BYTES = 100;

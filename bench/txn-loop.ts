@@ -39,6 +39,8 @@ import { createRequire } from 'node:module';
 import type * as Rdkafka from '@confluentinc/kafka-javascript';
 import type { Kafka as KafkaType } from 'kafkajs';
 import { wordsOf } from '../examples/wordcount/wordcount-topology.js';
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 
 const [brokers = '', input = '', output = '', linesArg = '0', client = 'librdkafka'] = process.argv.slice(2);
 if (client !== 'kafkajs' && client !== 'librdkafka') throw new Error(`client must be kafkajs or librdkafka, not ${client}`);

@@ -7,6 +7,7 @@
 import '../../src/kafka/kafkajs-patches.js';
 import { randomBytes } from 'node:crypto';
 import kafkajs from 'kafkajs';
+import { Buffer } from 'node:buffer';
 
 export type Kafka = kafkajs.Kafka;
 

@@ -12,6 +12,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import type { Plugin } from 'graphql-yoga';
+import { TextDecoder, TextEncoder } from 'node:util';
 
 export const DASHBOARD_PATH = '/dashboard';
 

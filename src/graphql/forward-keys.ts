@@ -32,6 +32,7 @@ import {
   type RemotePartition,
 } from './forward-request.js';
 import { decodeForGraphQL, encodeKey } from './key-codec.js';
+import { performance } from 'node:perf_hooks';
 
 export interface ForwardedAnswer {
   readonly lookup: KeyLookup;

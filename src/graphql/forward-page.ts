@@ -30,6 +30,8 @@ import {
   type RemotePartition,
 } from './forward-request.js';
 import { decodeForGraphQL, encodeKey } from './key-codec.js';
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 
 /** A merged entry; `valueError` when the owner could not decode the value (DECODE_FAILED there). */
 export interface GatheredEntry extends MergedEntry {

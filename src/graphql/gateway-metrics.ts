@@ -12,6 +12,7 @@ import type { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { maskError } from './mask-error.js';
+import { performance } from 'node:perf_hooks';
 
 function codeOf(error: unknown): string {
   const code = (maskError(error) as GraphQLError).extensions?.code;

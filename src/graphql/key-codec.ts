@@ -4,6 +4,7 @@
  */
 import { IqgateError, isIqgateError } from '../errors.js';
 import type { Bytes, Serde } from '../store/types.js';
+import { Buffer } from 'node:buffer';
 
 const INT64_PATTERN = /^-?\d{1,19}$/;
 const BASE64_PATTERN = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

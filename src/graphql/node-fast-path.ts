@@ -28,6 +28,8 @@ import type { GatewayContext } from './gateway-context.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
 import type { KnownOperations } from './known-operations.js';
 import { maskError } from './mask-error.js';
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 
 type Gateway = YogaServerInstance<object, GatewayContext>;
 

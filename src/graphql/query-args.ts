@@ -10,6 +10,7 @@ import type { Position } from '../store/position.js';
 import type { Bytes, Order } from '../store/types.js';
 import type { ResolvedGatewayOptions } from './gateway-options.js';
 import { encodeKey } from './key-codec.js';
+import { Buffer } from 'node:buffer';
 
 export interface CommonArgs {
   readonly store: string;

@@ -12,6 +12,7 @@
 import { randomInt } from 'node:crypto';
 import type { ICustomPartitioner, PartitionerArgs } from 'kafkajs';
 import { partitionForKey, toPositive } from '../murmur2.js';
+import { Buffer } from 'node:buffer';
 
 export const keyPartitioner: ICustomPartitioner = () => {
   const counters = new Map<string, number>();

@@ -20,6 +20,7 @@
  * value varint-bytes). Varints are zigzag-encoded base-128, least significant group first.
  */
 import { createRequire } from 'node:module';
+import { Buffer } from 'node:buffer';
 
 interface EncoderLike {
   buf: Buffer;

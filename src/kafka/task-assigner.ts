@@ -7,6 +7,7 @@
 // Must precede the first kafkajs import (see the module's comment).
 import './kafkajs-patches.js';
 import { AssignerProtocol, type PartitionAssigner } from 'kafkajs';
+import { Buffer } from 'node:buffer';
 
 export const TASK_ASSIGNER_NAME = 'IqgateTaskAssigner';
 

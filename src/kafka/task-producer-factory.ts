@@ -15,6 +15,7 @@ import type { Kafka, Producer, Transaction } from 'kafkajs';
 import type { OutputRecord, ProducerFactoryPort, SendResult, TaskProducer, TopicPartitionOffset } from '../processing/ports.js';
 import { keyPartitioner } from './key-partitioner.js';
 import { toIqgateError } from './kafka-errors.js';
+import { Buffer } from 'node:buffer';
 
 export interface TaskProducerOptions {
   readonly groupId: string;

@@ -7,6 +7,7 @@
 import type { Change, FlushedChange, RecordSource } from '../store/types.js';
 import type { InputRecord, OutputRecord } from './ports.js';
 import { SOURCE_HEADERS } from './topic-names.js';
+import { Buffer } from 'node:buffer';
 
 /** The changelog record of a change leaving the record cache (to partition `partition` of `topic`). */
 export function toChangelogRecord(topic: string, partition: number, change: FlushedChange): OutputRecord {

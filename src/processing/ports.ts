@@ -3,6 +3,7 @@
  * them on kafkajs; the unit tests implement them in memory. Nothing here knows kafkajs.
  */
 import type { IqgateError } from '../errors.js';
+import { Buffer } from 'node:buffer';
 
 export interface TopicPartition {
   readonly topic: string;

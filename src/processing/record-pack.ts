@@ -22,6 +22,7 @@
 import { partitionForKey } from '../murmur2.js';
 import type { Serde } from '../store/types.js';
 import type { Headers, InputRecord, OutputRecord } from './ports.js';
+import { Buffer } from 'node:buffer';
 
 export const PACK_HEADER = 'iqgate-pack';
 const PACK_VERSION = '1';

@@ -31,6 +31,7 @@ import { revokedReason, shutdownReason } from './task-close-reason.js';
 import { TaskOpener } from './task-opener.js';
 import { TaskRecovery } from './task-recovery.js';
 import { taskIdFor } from './topic-names.js';
+import { performance } from 'node:perf_hooks';
 
 export interface TaskManagerLogger extends TaskLogger {
   error(fields: Record<string, unknown>, message: string): void;

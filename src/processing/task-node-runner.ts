@@ -16,6 +16,7 @@ import type { FlushedChange, RecordSource, Serde, TaskStores } from '../store/ty
 import type { InputRecord } from './ports.js';
 import { entryOf } from './record-pack.js';
 import type { ProcessorContext, SourceNode, StreamRecord, Topology, TopologyNode, TypedStore } from './topology.js';
+import { Buffer } from 'node:buffer';
 
 export interface TaskNodeRunnerConfig {
   readonly taskId: string;

@@ -48,6 +48,7 @@ import { keysScope, takeInitialSnapshot, type InitialSnapshot } from './initial-
 import { partitionForKey } from '../murmur2.js';
 import type { ScanSpec } from './query-types.js';
 import type { StateProvider } from './state-provider.js';
+import { Buffer } from 'node:buffer';
 
 export type ChangeSelector = { readonly type: 'keys'; readonly keys: readonly Bytes[] } | ScanSpec;
 

@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { IqgateError } from '../errors.js';
 import type { Bytes, Order } from '../store/types.js';
 import type { ScanSpec } from './query-types.js';
+import { Buffer } from 'node:buffer';
 
 const VERSION = 1;
 const FINGERPRINT_BYTES = 8;

@@ -19,6 +19,7 @@ import type { Position } from '../store/position.js';
 import type { Bytes, KeyValueStorePartition, ReadView } from '../store/types.js';
 import { partitionForKey } from '../murmur2.js';
 import type { ScanSpec } from './query-types.js';
+import { Buffer } from 'node:buffer';
 
 /** What the initial entries cover: each partition's requested keys (distinct, in key-byte order), or a scan. */
 export type InitialScope = { readonly type: 'keys'; readonly keys: ReadonlyMap<number, readonly Bytes[]> } | ScanSpec;

@@ -12,6 +12,7 @@
  */
 import type { Bytes } from '../store/types.js';
 import type { PageRequest } from './query-types.js';
+import { Buffer } from 'node:buffer';
 
 export interface PageSource<E extends { readonly key: Bytes }> {
   /** In the request's `order`, whatever its direction (as QueryEngine.page returns them). */

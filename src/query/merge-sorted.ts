@@ -5,6 +5,7 @@
  * about N entries overall, not N per partition.
  */
 import type { Bytes } from '../store/types.js';
+import { Buffer } from 'node:buffer';
 
 export interface MergeSource<T> {
   readonly iterator: AsyncIterator<T>;

@@ -29,6 +29,8 @@ import {
   type ScanSpec,
 } from './query-types.js';
 import { isServing, type LocalStorePartition, type StateProvider, type StoreDescriptor } from './state-provider.js';
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 
 type Admission =
   | { readonly ok: true; readonly partition: number; readonly local: LocalStorePartition; readonly info: string[] }

@@ -33,6 +33,7 @@ import { advertisedUrlSchema, parseRuntimeOptions, type RuntimeOptions, type Run
 import { QueryShare } from './query-share.js';
 import { StartupRetry } from './startup-retry.js';
 import { StoreLocator, type LocalStore, type TaskOwner } from './store-locator.js';
+import { performance } from 'node:perf_hooks';
 
 export { sourceTopicGroups } from './prepare-topics.js';
 export type { LocalStore, TaskOwner } from './store-locator.js';

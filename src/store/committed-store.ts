@@ -7,6 +7,7 @@
 import type { Position } from './position.js';
 import type { RangeQuery } from './key-bounds.js';
 import type { KeyValue } from './types.js';
+import { Buffer } from 'node:buffer';
 
 /** What each commit stores next to a store partition's data, in the same atomic batch (KIP-1035). */
 export interface StoreMeta {

@@ -9,6 +9,7 @@
 import { IqgateError } from '../errors.js';
 import { toInternalKey } from './sorted-map.js';
 import type { Bytes, Order, PrefixOptions, RangeOptions } from './types.js';
+import { Buffer } from 'node:buffer';
 
 /** Internal bounds: `gte` inclusive lower; upper either `lte` (inclusive) or `lt` (exclusive), never both. */
 export interface KeyBounds {

@@ -36,6 +36,7 @@ import type {
   StoreMeta,
 } from './committed-store.js';
 import type { KeyValue } from './types.js';
+import { Buffer } from 'node:buffer';
 
 type Db = Level<Buffer, Buffer>;
 type LevelSnapshot = ReturnType<Db['snapshot']>;

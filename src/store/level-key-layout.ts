@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 /**
  * Key layout of the one LevelDB database per state directory (docs/leveldb-notes.md,
  * "Layout"): fixed-width binary prefixes instead of sublevels (15–30% faster on sync and batch

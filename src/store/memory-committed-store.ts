@@ -17,6 +17,7 @@ import type {
   StoreMeta,
 } from './committed-store.js';
 import type { KeyValue } from './types.js';
+import { Buffer } from 'node:buffer';
 
 interface StoredMeta {
   readonly changelogOffset: number | undefined;

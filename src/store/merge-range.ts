@@ -14,6 +14,7 @@ import { isAboveUpper, isBelowLower, type RangeQuery } from './key-bounds.js';
 import { fromInternalKey, toInternalKey, type SortedMap } from './sorted-map.js';
 import type { CommittedCursor } from './committed-store.js';
 import type { KeyValue } from './types.js';
+import { Buffer } from 'node:buffer';
 
 export type MemoryLayer = SortedMap<Buffer | null>;
 

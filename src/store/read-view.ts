@@ -11,6 +11,7 @@ import { storeClosedError } from './store-errors.js';
 import type { CommittedCursor, CommittedSnapshot } from './committed-store.js';
 import type { Position } from './position.js';
 import type { Bytes, KeyValue, PrefixOptions, RangeOptions, ReadView } from './types.js';
+import { Buffer } from 'node:buffer';
 
 export class LayeredReadView implements ReadView {
   private closed = false;

@@ -23,6 +23,7 @@ import { ENTRY_OVERHEAD_BYTES } from './store-options.js';
 import type { RecordSource } from './types.js';
 import type { UncommittedBudget } from './uncommitted-budget.js';
 import { WriteBatch } from './write-batch.js';
+import { Buffer } from 'node:buffer';
 
 export class CacheEntry {
   prev: CacheEntry | null = null;

@@ -13,6 +13,8 @@
  */
 import { IqgateError } from '../errors.js';
 import type { Serde } from './types.js';
+import { Buffer } from 'node:buffer';
+import { TextDecoder } from 'node:util';
 
 function decodeFailed(serde: string, reason: string, cause?: unknown): IqgateError {
   return new IqgateError('DECODE_FAILED', `${serde} serde cannot decode: ${reason}`, {

@@ -6,6 +6,7 @@
  * `clone()` is O(1) copy-on-write, which is what gives read views their point in time.
  */
 import sortedBtree from 'sorted-btree';
+import { Buffer } from 'node:buffer';
 
 // sorted-btree is CommonJS with `exports.default`. Under Node ESM the default import is the
 // whole exports object; bundlers with interop (vite/vitest) hand over the class itself.

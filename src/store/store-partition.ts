@@ -42,6 +42,7 @@ import type {
   StoreSubscribeOptions,
 } from './types.js';
 import type { UncommittedBudget } from './uncommitted-budget.js';
+import { Buffer } from 'node:buffer';
 
 export interface StorePartitionContext {
   readonly taskId: string;

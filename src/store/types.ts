@@ -8,6 +8,7 @@
  */
 import type { IqgateError } from '../errors.js';
 import type { Position } from './position.js';
+import { Buffer } from 'node:buffer';
 
 export type Bytes = Buffer;
 

@@ -15,6 +15,7 @@
  */
 import { ENTRY_OVERHEAD_BYTES } from './store-options.js';
 import { sortedMapFromSorted, type SortedMap } from './sorted-map.js';
+import { Buffer } from 'node:buffer';
 
 export type BatchValue = Buffer | null;
 

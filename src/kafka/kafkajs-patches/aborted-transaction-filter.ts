@@ -22,6 +22,7 @@
  */
 import { IqgateError } from '../../errors.js';
 import { type KafkajsPatch, replaceKafkajsFile, requireKafkajs } from './kafkajs-patch.js';
+import { Buffer } from 'node:buffer';
 
 interface RawMessage {
   readonly offset: string;

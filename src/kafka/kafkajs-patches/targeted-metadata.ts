@@ -14,6 +14,7 @@
  */
 import { installTargetedMetadata, NO_TOPICS } from '../targeted-metadata.js';
 import { type KafkajsPatch, patchNotInPlace, requireKafkajs } from './kafkajs-patch.js';
+import { Buffer } from 'node:buffer';
 
 interface EncoderLike { writeNullableArray(array: readonly unknown[], type?: string): EncoderLike; readonly buffer: Buffer }
 interface BrokerPoolPrototype { refreshMetadata: unknown }

@@ -31,6 +31,7 @@ import type { GroupSettings } from '../group-settings.js';
 import type { KafkaLogSink } from '../kafka-client.js';
 import type { RdkafkaModule } from './native.js';
 import { fromRdkafkaError } from './rdkafka-errors.js';
+import { Buffer } from 'node:buffer';
 
 export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   readonly brokers: readonly string[];
