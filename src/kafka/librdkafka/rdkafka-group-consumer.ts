@@ -178,7 +178,9 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       const gate = this.seekGates.get(k);
       if (this.assigned.has(k) && (gate === undefined || seq > gate.gate)) {
         const records: InputRecord[] = new Array<InputRecord>(end - start);
-        for (let i = start; i < end; i += 1) records[i - start] = toInputRecord(messages[i]!);
+        // One topic string for the run: the binding makes one per message, and the task compares
+        // each record's topic with the last one's (StreamTask.sourcesOf), by pointer when shared.
+        for (let i = start; i < end; i += 1) records[i - start] = toInputRecord(messages[i]!, first.topic);
         // Refused (the task is not running): the fetch position goes back to the batch's first
         // record, as the port promises — librdkafka's position has already moved past it.
         if (!handlers.onBatch({ topic: first.topic, partition: first.partition }, records)) this.seek({ topic: first.topic, partition: first.partition, offset: first.offset });
@@ -418,7 +420,7 @@ function key(topic: string, partition: number): string {
   return `${topic}\u0000${partition}`;
 }
 
-function toInputRecord(message: Message): InputRecord {
+function toInputRecord(message: Message, topic: string): InputRecord {
   let headers: Headers = NO_HEADERS;
   if (message.headers !== undefined && message.headers.length > 0) {
     const h: Record<string, string> = {};
@@ -428,7 +430,7 @@ function toInputRecord(message: Message): InputRecord {
     headers = h;
   }
   return {
-    topic: message.topic,
+    topic,
     partition: message.partition,
     offset: message.offset,
     key: message.key === undefined || message.key === null ? null : typeof message.key === 'string' ? Buffer.from(message.key) : message.key,
