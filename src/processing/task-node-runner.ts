@@ -10,7 +10,7 @@
  * per node and store and cached, since they are asked for on every record.
  */
 import { IqgateError } from '../errors.js';
-import { roundTripsExactly } from '../store/serdes.js';
+import { roundTripsExactly, stringSerde } from '../store/serdes.js';
 import { toInternalKey } from '../store/sorted-map.js';
 import type { FlushedChange, RecordSource, Serde, TaskStores } from '../store/types.js';
 import type { InputRecord } from './ports.js';
@@ -205,6 +205,7 @@ export class TaskNodeRunner {
     const partition = stores.processingStore(storeName);
     const serde = definition.keySerde;
     const exact = roundTripsExactly(serde);
+    const asciiString = serde === (stringSerde as Serde<unknown>);
     // A read-modify-write (count, aggregate, reduce) serializes the same key twice in a row: the
     // last primitive key's bytes and internal form are kept for the next call. Never an object
     // key — a processor may change it in between. A primitive key that is the input record's own
@@ -221,7 +222,9 @@ export class TaskNodeRunner {
         : serde.serialize(key);
       lastKey = primitive ? key : undefined;
       lastBytes = primitive ? bytes : null;
-      lastInternal = primitive ? toInternalKey(bytes) : '';
+      // The internal form is the bytes read as latin1: for a string the string serde wrote in
+      // as many bytes as it has chars (all ASCII), that is the string itself — no native call.
+      lastInternal = !primitive ? '' : asciiString && typeof key === 'string' && bytes.length === key.length ? key : toInternalKey(bytes);
       return bytes;
     };
     const internalOf = (bytes: Buffer): string | undefined => (bytes === lastBytes ? lastInternal : undefined);

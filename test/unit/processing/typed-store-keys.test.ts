@@ -45,6 +45,35 @@ describe('typed store keys', () => {
     expect(keys).toEqual([{ id: 'a-changed' }]);
   });
 
+  it('string keys count the same and range in byte order whether ASCII (the key is its own internal form) or not', async () => {
+    const b = new TopologyBuilder();
+    b.addSource('src', 'in', serdes.string, serdes.string);
+    b.addStore('counts', serdes.string, serdes.int32);
+    b.addProcessor<string, string>('count', (record, ctx) => {
+      const store = ctx.store<string, number>('counts');
+      store.put(record.key, (store.get(record.key) ?? 0) + 1);
+      // A key that is not the input's, read back in the same transaction through the cache.
+      const other = `${record.key}\u00e9`;
+      store.put(other, (store.get(other) ?? 0) + 1);
+    }, ['src'], ['counts']);
+    const h = await harnesses.startOnInput({ topology: b.build(), topics: ['in'] });
+    const keys = ['a', '\u00e9', 'a', 'z', '\u00e9', '\u65e5\u672c', 'ab', 'A', '\u00ff'];
+    for (const key of keys) send(h.broker, 'in', 0, key, 'v');
+    await h.pump();
+    const expected = new Map<string, number>();
+    for (const key of keys) for (const k of [key, `${key}\u00e9`]) expected.set(k, (expected.get(k) ?? 0) + 1);
+    expect(await h.counts('counts', 0, false)).toEqual(expected);
+    await h.commitAll();
+    expect(await h.counts('counts', 0, true)).toEqual(expected);
+    const task = h.manager.localTasks()[0]!;
+    const view = task.stores!.store('counts').view({ readCommitted: true });
+    const ranged: Buffer[] = [];
+    for await (const { key } of view.range()) ranged.push(key);
+    await view.close();
+    const byBytes = [...expected.keys()].map((k) => Buffer.from(k)).sort(Buffer.compare);
+    expect(ranged.map((k) => k.toString('hex'))).toEqual(byBytes.map((k) => k.toString('hex')));
+  });
+
   it('a store key that is the input key keeps its bytes only where the serde gives them back exactly', async () => {
     /** Counts the input keys in `counts`, keyed with `serde` as the input is. */
     const counting = async (serde: Serde<unknown>) => {

@@ -173,6 +173,41 @@ describe('serdes', () => {
     );
   });
 
+  it('string decodes every byte sequence as the fatal UTF-8 decoder does, short ASCII included, and refuses what it refuses', () => {
+    // Short ASCII is decoded in JavaScript (serdes.ts shortAscii); the rest by TextDecoder.
+    const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+    const check = (bytes: Uint8Array): void => {
+      let expected: string | null = null;
+      try {
+        expected = decoder.decode(bytes);
+      } catch {
+        expected = null;
+      }
+      if (expected === null) expectCode(() => serdes.string.deserialize(Buffer.from(bytes)), 'DECODE_FAILED');
+      else expect(serdes.string.deserialize(Buffer.from(bytes))).toBe(expected);
+    };
+    for (const text of ['', 'a', 'kafka', 'x'.repeat(24), 'x'.repeat(25), 'é', 'aé', '\ufeffa']) check(Buffer.from(text));
+    check(Buffer.from([0x61, 0x80])); // a continuation byte alone, after ASCII
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 30 }), check));
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 30, max: 0x7f }), check));
+  });
+
+  it('string encodeInto writes the bytes of Buffer.from(value) and says how many, or -1 without the room', () => {
+    // Short ASCII is written char by char (serdes.ts); anything else by Buffer#utf8Write.
+    const check = (value: string, slack: number): void => {
+      const expected = Buffer.from(value, 'utf8');
+      const target = Buffer.alloc(3 + expected.length + slack, 0xaa);
+      const written = serdes.string.encodeInto!(value, target, 3);
+      expect(written).toBe(expected.length);
+      expect(hex(target.subarray(3, 3 + written))).toBe(hex(expected));
+      expect(target.subarray(0, 3).every((b) => b === 0xaa)).toBe(true);
+      if (expected.length > 0) expect(serdes.string.encodeInto!(value, Buffer.alloc(2 + expected.length - 1), 2)).toBe(-1);
+    };
+    for (const value of ['', 'a', 'kafka', 'x'.repeat(24), 'x'.repeat(25), 'aé', 'é', 'a\ud800', '日本', 'a😀']) check(value, 0);
+    fc.assert(fc.property(fc.string({ maxLength: 30 }), fc.integer({ min: 0, max: 4 }), check));
+    fc.assert(fc.property(fc.string({ maxLength: 30, unit: 'binary' }), fc.integer({ min: 0, max: 4 }), check));
+  });
+
   it('bytes that do not decode raise DECODE_FAILED', () => {
     expectCode(() => serdes.string.deserialize(Buffer.from([0xc3, 0x28])), 'DECODE_FAILED');
     expectCode(() => serdes.json.deserialize(Buffer.from('{"a":')), 'DECODE_FAILED');
