@@ -58,18 +58,24 @@ function put32(bytes: Buffer, at: number, value: number): void {
 // which would turn corrupt bytes into plausible data.
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/** Up to this many bytes (a word, a short key), ASCII text is decoded and encoded in JavaScript. */
+/** Up to this many chars (a word, a short key), ASCII text is encoded in JavaScript. */
 const SHORT_TEXT = 24;
+/**
+ * Up to this many bytes, ASCII text is decoded in JavaScript: V8 copies concatenations shorter
+ * than 13 chars into a flat string (ConsString::kMinLength), longer ones would be built as a
+ * chain of cons strings, flattened again at their first hash.
+ */
+const SHORT_DECODE = 12;
 
 /**
- * `bytes` as a string when they are at most SHORT_TEXT bytes of ASCII, else null. A native
+ * `bytes` as a string when they are at most SHORT_DECODE bytes of ASCII, else null. A native
  * TextDecoder call costs ~120 ns whatever the length; a word's few bytes take ~85 ns here
  * (measured), and ASCII is always well-formed UTF-8, so nothing the fatal decoder would refuse
  * gets through.
  */
 function shortAscii(bytes: Buffer): string | null {
   const length = bytes.length;
-  if (length > SHORT_TEXT) return null;
+  if (length > SHORT_DECODE) return null;
   let text = '';
   for (let i = 0; i < length; i++) {
     const byte = bytes[i]!;
