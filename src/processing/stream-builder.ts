@@ -95,7 +95,8 @@ export class KStream<K, V> {
 
   /** Re-keys and repartitions through `<appId>-<name>-repartition`. */
   groupBy<K2>(selector: (key: K, value: V) => K2, options: { key: Serde<K2>; name?: string }): KGroupedStream<K2, V> {
-    const rekeyed = this.map((key, value) => ({ key: selector(key, value), value }), { key: options.key, value: this.valueSerde });
+    // map() with the selector's key, without the { key, value } object map() asks its mapper for.
+    const rekeyed = this.then<K2, V>('MAP', (r, forward) => forward(withKeyValue(r, selector(r.key, r.value), r.value)), options.key, this.valueSerde);
     const b = this.streams.builder;
     const base = options.name ?? b.nextName('GROUPBY');
     const topic = `${base}-repartition`;
