@@ -9,7 +9,7 @@ import { TopologyBuilder } from '../../../src/processing/topology.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { Harness, HarnessOptions } from './manager-harness.js';
 import { send } from './manager-harness.js';
-import { harnessesClosedAfterEach, waitFor } from './processing-fixture.js';
+import { countingProcessorTopology, harnessesClosedAfterEach, waitFor } from './processing-fixture.js';
 
 /**
  * Counts values per key into `counts` and forwards every count to `out`; the value "abort"
@@ -117,16 +117,11 @@ describe('a processor aborts its transaction (ProcessorContext.abortTransaction)
   });
 
   it('keeps a record skipped by the processing-error policy skipped when a later abort replays the transaction', async () => {
-    const b = new TopologyBuilder();
-    b.addSource('src', 'in', serdes.string, serdes.string);
-    b.addStore('counts', serdes.string, serdes.int32);
-    b.addProcessor<string, string>('count', (record, ctx) => {
-      const store = ctx.store<string, number>('counts');
-      store.put(record.key, (store.get(record.key) ?? 0) + 1);
+    const topology = countingProcessorTopology((record, ctx) => {
       if (record.value === 'boom') throw new Error('processor exploded');
       if (record.value === 'abort') ctx.abortTransaction('asked to');
-    }, ['src'], ['counts']);
-    const h = await harnesses.startOnInput({ topology: b.build(), topics: ['in'], options: { processingErrors: 'dead-letter' } });
+    });
+    const h = await harnesses.startOnInput({ topology, topics: ['in'], options: { processingErrors: 'dead-letter' } });
     await waitFor(() => h.manager.localTasks().every((t) => t.state === 'RUNNING'));
     for (const value of ['a', 'boom', 'b', 'abort', 'c']) send(h.broker, 'in', 0, 'k', value);
     await h.pump();

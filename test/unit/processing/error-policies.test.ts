@@ -5,19 +5,13 @@ import { serdes } from '../../../src/store/serdes.js';
 import type { ErrorPolicy } from '../../../src/processing/processing-options.js';
 import type { FakeBroker } from './fake-kafka.js';
 import { send, type Harness } from './manager-harness.js';
-import { harnessesClosedAfterEach } from './processing-fixture.js';
+import { countingProcessorTopology, harnessesClosedAfterEach } from './processing-fixture.js';
 
 /** Counts values per key (int32 keys, so a 3-byte key is undecodable); the value "boom" makes the processor throw. */
 function topology() {
-  const b = new TopologyBuilder();
-  b.addSource('src', 'in', serdes.string, serdes.string);
-  b.addStore('counts', serdes.string, serdes.int32);
-  b.addProcessor<string, string>('count', (record, ctx) => {
-    const store = ctx.store<string, number>('counts');
-    store.put(record.key, (store.get(record.key) ?? 0) + 1);
+  return countingProcessorTopology((record) => {
     if (record.value === 'boom') throw new Error('processor exploded');
-  }, ['src'], ['counts']);
-  return b.build();
+  });
 }
 
 function intKeyTopology() {

@@ -4,7 +4,7 @@
  */
 import { afterEach } from 'vitest';
 import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
-import type { Topology } from '../../../src/processing/topology.js';
+import { TopologyBuilder, type ProcessorContext, type StreamRecord, type Topology } from '../../../src/processing/topology.js';
 import { serdes } from '../../../src/store/serdes.js';
 import { FakeBroker } from './fake-kafka.js';
 import { startHarness, type Harness, type HarnessOptions } from './manager-harness.js';
@@ -13,6 +13,22 @@ import { startHarness, type Harness, type HarnessOptions } from './manager-harne
 export function countTopology(): Topology {
   const b = new StreamsBuilder();
   b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream().to('out');
+  return b.build();
+}
+
+/**
+ * Processor API: source `src` on topic `in` (string keys and values), a processor `count` that
+ * counts each record's key in store `counts` (int32 values), then calls `then` with the record.
+ */
+export function countingProcessorTopology(then: (record: StreamRecord<string, string>, ctx: ProcessorContext) => void = () => undefined): Topology {
+  const b = new TopologyBuilder();
+  b.addSource('src', 'in', serdes.string, serdes.string);
+  b.addStore('counts', serdes.string, serdes.int32);
+  b.addProcessor<string, string>('count', (record, ctx) => {
+    const store = ctx.store<string, number>('counts');
+    store.put(record.key, (store.get(record.key) ?? 0) + 1);
+    then(record, ctx);
+  }, ['src'], ['counts']);
   return b.build();
 }
 

@@ -10,7 +10,7 @@ import { TopologyBuilder } from '../../../src/processing/topology.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { Serde } from '../../../src/store/types.js';
 import { send, type Harness } from './manager-harness.js';
-import { brokerWithTopics, harnessesClosedAfterEach } from './processing-fixture.js';
+import { brokerWithTopics, countingProcessorTopology, harnessesClosedAfterEach } from './processing-fixture.js';
 
 const harnesses = harnessesClosedAfterEach();
 
@@ -46,17 +46,13 @@ describe('typed store keys', () => {
   });
 
   it('string keys count the same and range in byte order whether ASCII (the key is its own internal form) or not', async () => {
-    const b = new TopologyBuilder();
-    b.addSource('src', 'in', serdes.string, serdes.string);
-    b.addStore('counts', serdes.string, serdes.int32);
-    b.addProcessor<string, string>('count', (record, ctx) => {
-      const store = ctx.store<string, number>('counts');
-      store.put(record.key, (store.get(record.key) ?? 0) + 1);
+    const topology = countingProcessorTopology((record, ctx) => {
       // A key that is not the input's, read back in the same transaction through the cache.
+      const store = ctx.store<string, number>('counts');
       const other = `${record.key}\u00e9`;
       store.put(other, (store.get(other) ?? 0) + 1);
-    }, ['src'], ['counts']);
-    const h = await harnesses.startOnInput({ topology: b.build(), topics: ['in'] });
+    });
+    const h = await harnesses.startOnInput({ topology, topics: ['in'] });
     const keys = ['a', '\u00e9', 'a', 'z', '\u00e9', '\u65e5\u672c', 'ab', 'A', '\u00ff'];
     for (const key of keys) send(h.broker, 'in', 0, key, 'v');
     await h.pump();
