@@ -101,6 +101,11 @@ export const stringSerde: Serde<string> = {
   name: 'string',
   serialize(value) {
     if (typeof value !== 'string') throw encodeFailed('string', `expected a string, got ${typeof value}`);
+    // Short ASCII char by char, as encodeInto: Buffer.from(value, 'utf8') is a native call.
+    if (value.length <= SHORT_TEXT) {
+      const bytes = Buffer.allocUnsafe(value.length);
+      if (stringSerde.encodeInto!(value, bytes, 0) === value.length) return bytes;
+    }
     return Buffer.from(value, 'utf8');
   },
   encodeInto(value, target, offset) {

@@ -192,10 +192,11 @@ describe('serdes', () => {
     fc.assert(fc.property(fc.uint8Array({ maxLength: 30, max: 0x7f }), check));
   });
 
-  it('string encodeInto writes the bytes of Buffer.from(value) and says how many, or -1 without the room', () => {
+  it('string serialize and encodeInto write the bytes of Buffer.from(value) (encodeInto says how many, or -1 without the room)', () => {
     // Short ASCII is written char by char (serdes.ts); anything else by Buffer#utf8Write.
     const check = (value: string, slack: number): void => {
       const expected = Buffer.from(value, 'utf8');
+      expect(hex(serdes.string.serialize(value))).toBe(hex(expected));
       const target = Buffer.alloc(3 + expected.length + slack, 0xaa);
       const written = serdes.string.encodeInto!(value, target, 3);
       expect(written).toBe(expected.length);
