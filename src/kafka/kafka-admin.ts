@@ -114,14 +114,19 @@ export class KafkaAdmin implements AdminPort {
   private async waitUntilServable(admin: Admin, topics: readonly string[], timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     // Every topic at once: a new topic becomes servable in a few tens of ms on a local broker,
-    // and asking one after another added the backoffs up (start-up, bench:processing).
+    // and asking one after another added the backoffs up (start-up, bench:processing). Once one
+    // topic gives up, the others stop asking too.
+    let gaveUp = false;
     await Promise.all(topics.map(async (topic) => {
-      for (let delay = 5; ; delay = Math.min(1000, delay * 2)) {
+      for (let delay = 5; !gaveUp; delay = Math.min(1000, delay * 2)) {
         try {
           await admin.fetchTopicOffsets(topic);
           return;
         } catch (error) {
-          if (Date.now() + delay > deadline) throw error;
+          if (gaveUp || Date.now() + delay > deadline) {
+            gaveUp = true;
+            throw error;
+          }
           await new Promise((resolve) => setTimeout(resolve, delay));
         }
       }

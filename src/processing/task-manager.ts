@@ -321,14 +321,21 @@ export class TaskManager implements ConsumerHandlers {
     // the fetches of every partition, the staying ones too, until the consumer gives the revoked
     // ones up (rd_kafka_assignment_pause "incremental rebalance"), so the staying tasks waited
     // for all of them (bench:scale).
-    if (this.committer !== null && !this.failed) {
-      const dirty = revoked.filter((task) => task.state === 'RUNNING' && task.hasUncommitted());
-      if (dirty.length > 0) await this.requestInstanceCommit(dirty);
+    // A request also waits for the cycle under way, which may carry an earlier cut of a revoked
+    // task: its offsets must be in the transaction log before the partition goes (the next owner
+    // reads them with require_stable), or be fenced with it.
+    if (this.committer !== null && !this.failed && revoked.length > 0) {
+      await this.requestInstanceCommit(revoked.filter((task) => task.state === 'RUNNING' && task.hasUncommitted()));
     }
+    // With the instance's transaction a revoked task's close commits nothing: the partition may
+    // be gone by then, and a later cycle would commit it under this member's current generation,
+    // which KIP-447 does not fence. What the commit above could not commit is dropped; the next
+    // owner processes it again from the committed offsets.
+    const commitOnClose = this.committer === null;
     const closed = Promise.all(revoked.map((task) => new Promise<void>((resolve) => {
       this.control.enqueue({ key: `close:${task.id}`, group: task.id, run: async () => {
         try {
-          await this.closeTask(task, true, this.closeReason(task));
+          await this.closeTask(task, commitOnClose, this.closeReason(task));
         } finally {
           resolve();
         }

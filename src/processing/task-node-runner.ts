@@ -133,9 +133,8 @@ export class TaskNodeRunner {
       const { keySerde, valueSerde } = node;
       run = (record) => sink(topic, record.key, record.value, keySerde, valueSerde, record.timestamp);
     } else if (node.kind === 'processor') {
-      const { process } = node;
       const context = this.contextFor(name);
-      run = (record) => process(record, context);
+      run = (record) => node.process(record, context);
     } else {
       run = nothing;
     }
@@ -143,12 +142,17 @@ export class TaskNodeRunner {
     return run;
   }
 
-  /** Runs every child of node `name`, in order. */
+  /**
+   * Runs every child of node `name`, in order. The children's runs are built at the first
+   * record, not here: the Processor API does not forbid a cycle (a processor forwarding back to
+   * an ancestor under some condition), and building them here would recurse through it.
+   */
   private childrenRun(name: string): NodeRun {
-    const runs = (this.config.topology.children.get(name) ?? []).map((child) => this.runOf(child));
-    if (runs.length === 0) return nothing;
-    if (runs.length === 1) return runs[0]!;
+    const children = this.config.topology.children.get(name) ?? [];
+    if (children.length === 0) return nothing;
+    let runs: NodeRun[] | null = null;
     return (record) => {
+      runs ??= children.map((child) => this.runOf(child));
       for (const run of runs) run(record);
     };
   }

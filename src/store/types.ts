@@ -20,7 +20,8 @@ export interface Serde<T> {
   deserialize(bytes: Bytes): T;
   /**
    * Optional: writes the bytes serialize(value) returns into `target` from `offset`, never past
-   * its end, without allocating; returns how many, or -1 when they do not fit. Throws what
+   * its end, without allocating; returns how many, or -1 when they do not fit (bytes it wrote
+   * before finding that out may be left in `target`). Throws what
    * serialize throws. Packed repartition topics encode through it (record-pack.ts).
    */
   encodeInto?(value: T, target: Buffer, offset: number): number;

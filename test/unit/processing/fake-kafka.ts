@@ -206,6 +206,10 @@ export class FakeStreamProducer implements StreamProducerPort {
     this.inner = new FakeProducer(broker, this.transactionalId, groupId, failures);
   }
   async init(): Promise<void> {
+    if ((this.failures.initFailures ?? 0) > 0) {
+      this.failures.initFailures = (this.failures.initFailures ?? 0) - 1;
+      throw new IqgateError('KAFKA_ERROR', 'injected init failure', { retriable: true });
+    }
     await this.inner.init();
   }
   produce(records: readonly OutputRecord[]): void {
@@ -258,6 +262,8 @@ export interface FakeFailures {
   commitFailures?: number;
   /** abortAfterFailure() cannot confirm the abort. */
   abortUnknown?: boolean;
+  /** Fails this many inits of the instance producer (InitProducerId), then none. */
+  initFailures?: number;
 }
 
 export class FakeConsumer implements GroupConsumerPort {

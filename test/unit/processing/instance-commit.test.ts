@@ -200,6 +200,27 @@ describe('exactly-once v2: one transaction for the instance', () => {
     await h.manager.control.idle();
   });
 
+  it('never commits a revoked task\'s work after onRevoked settled, even when the commit in onRevoked could not run', async () => {
+    const h = await startTwoPartitions();
+    await commitOneThenProcessAnother(h);
+    // A failed commit whose abort is confirmed: the tasks rewind and go on, and the next cycle
+    // must initialise the producer again first.
+    h.failures.commitFailures = 1;
+    await h.commitAll();
+    await h.pump();
+    expect(h.manager.localTasks().every((t) => t.hasUncommitted())).toBe(true);
+    // The commit onRevoked asks for cannot initialise the producer: the revoked task keeps its
+    // uncommitted work when the partition goes.
+    h.failures.initFailures = 1;
+    await h.manager.onRevoked([{ topic: 'in', partition: 1 }], false);
+    // The partition is someone else's now: whatever this instance commits later must not carry it.
+    await h.manager.control.idle();
+    await h.commitAll();
+    expect(h.broker.groupOffsets.get('app:in:1')).toBe(1);
+    expect(outputCounts(h, 'b')).toEqual([1]);
+    expect(outputCounts(h, 'a')).toEqual([1, 2]);
+  });
+
   it('rolls back and re-opens every task of a transaction with an unknown outcome, and re-processes exactly once', async () => {
     const h = await startTwoPartitions();
     h.failures.abortUnknown = true;

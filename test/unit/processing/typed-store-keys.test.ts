@@ -70,6 +70,30 @@ describe('typed store keys', () => {
     expect(ranged.map((k) => k.toString('hex'))).toEqual(byBytes.map((k) => k.toString('hex')));
   });
 
+  it('a processor may forward back to an ancestor (the Processor API allows a cycle); each node keeps its this', async () => {
+    // The runs of a node's children are built at its first record, so a cycle does not recurse
+    // at build time (task-node-runner.ts childrenRun).
+    const b = new TopologyBuilder();
+    b.addSource('src', 'in', serdes.string, serdes.string);
+    b.addStore('counts', serdes.string, serdes.int32);
+    b.addProcessor<string, string>('down', (record, ctx) => {
+      const left = Number(record.value);
+      if (left > 0) ctx.forward({ ...record, value: String(left - 1) });
+    }, ['src', 'tally']);
+    const nodes: unknown[] = [];
+    b.addProcessor<string, string>('tally', function (this: unknown, record, ctx) {
+      nodes.push(this);
+      const store = ctx.store<string, number>('counts');
+      store.put(record.key, (store.get(record.key) ?? 0) + 1);
+      ctx.forward(record);
+    }, ['down'], ['counts']);
+    const h = await harnesses.startOnInput({ topology: b.build(), topics: ['in'] });
+    send(h.broker, 'in', 0, 'k', '3');
+    await h.pump();
+    expect(await h.counts('counts', 0, false)).toEqual(new Map([['k', 3]]));
+    expect(nodes.every((node) => (node as { name?: string } | undefined)?.name === 'tally')).toBe(true);
+  });
+
   it('a store key that is the input key keeps its bytes only where the serde gives them back exactly', async () => {
     /** Counts the input keys in `counts`, keyed with `serde` as the input is. */
     const counting = async (serde: Serde<unknown>) => {
