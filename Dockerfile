@@ -26,7 +26,7 @@ RUN npm run build
 # ---- runtime: dist/ and the production dependencies ----
 FROM node:20-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production PORT=4000 HOST=0.0.0.0 IQGATE_STATE_DIR=/var/lib/iqgate
+ENV NODE_ENV=production PORT=4000 HOST=0.0.0.0 IQGATE_STATE_DIR=/var/lib/iqgate UV_THREADPOOL_SIZE=16
 COPY package.json package-lock.json ./
 # The root postinstall fetches the native Kafka client's prebuilt binary (README "Run the tests");
 # this image has no build tools, so where the download fails iqgate runs on kafkajs.

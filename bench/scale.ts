@@ -1144,7 +1144,7 @@ async function main(): Promise<void> {
   const experiments = applyExperiments();
   if (experiments.length > 0) note(`EXPERIMENT (not the runtime as shipped): ${experiments.join('; ')}`);
   note(`source: ${sourceState()}`);
-  note(`${N} partitions × ${RECORDS} records; clients ${CLIENTS.join(', ')}; join/leave ${REBALANCE ? `at ${LOAD_RATE} records/s` : 'skipped'}; budget ${BUDGET_MS / 1000} s; load average ${load1()}`);
+  note(`${N} partitions × ${RECORDS} records; clients ${CLIENTS.join(', ')}; join/leave ${REBALANCE ? `at ${LOAD_RATE} records/s` : 'skipped'}; budget ${BUDGET_MS / 1000} s; load average ${load1()}; UV_THREADPOOL_SIZE ${process.env.UV_THREADPOOL_SIZE ?? 'unset (4)'} (npm run bench:scale sets 16, as the iqgate command does)`);
   const broker = await brokers();
   // Quiet: right after topic creation kafkajs logs (and retries) NOT_LEADER and coordinator-not-available errors.
   const kafka = new Kafka({ clientId: 'bench-scale', brokers: broker.brokers, logLevel: logLevel.NOTHING });
