@@ -333,9 +333,12 @@ export class TaskManager implements ConsumerHandlers {
     // owner processes it again from the committed offsets.
     const commitOnClose = this.committer === null;
     const closed = Promise.all(revoked.map((task) => new Promise<void>((resolve) => {
+      // The reason as of the revocation: a stop that begins while the close waits in the queue
+      // does not make it a shutdown for the task's store subscribers.
+      const reason = this.closeReason(task);
       this.control.enqueue({ key: `close:${task.id}`, group: task.id, run: async () => {
         try {
-          await this.closeTask(task, commitOnClose, this.closeReason(task));
+          await this.closeTask(task, commitOnClose, reason);
         } finally {
           resolve();
         }

@@ -75,6 +75,25 @@ async function ending(stream: AsyncIterableIterator<ChangeEvent>): Promise<{ eve
 }
 
 describe('change feeds over the task manager', () => {
+  it('a feed whose task was revoked ends with PARTITION_REVOKED even when a stop begins before the task has closed (exactly-once v2)', async () => {
+    const h = await startTwoPartitions(true);
+    const revokedFeed = feed(h, 1);
+    send(h.broker, 'in', 1, 'b', 'y0');
+    await h.pump();
+    await h.commitAll();
+    expect(await take(revokedFeed, 1)).toEqual([['b', 1]]);
+    // onRevoked settles before the revoked task closes; its close waits behind this operation.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    h.manager.control.enqueue({ key: 'test:hold-0_1', group: '0_1', run: () => held });
+    await h.manager.onRevoked([TP[1]!], false);
+    const stopping = h.manager.commitAll(); // the instance starts stopping meanwhile
+    release();
+    await stopping;
+    const { error } = await ending(revokedFeed);
+    expect(error.code).toBe('PARTITION_REVOKED');
+  });
+
   it.each([
     ['eager (per-task transactions)', false],
     ['cooperative (exactly-once v2)', true],
