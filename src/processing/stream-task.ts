@@ -131,7 +131,9 @@ export class StreamTask {
   private readonly changelogStores = new Map<string, string>();
   /** Runs the topology's nodes for this task, with the processor contexts and typed stores. */
   private readonly nodes: TaskNodeRunner;
-  /** The last topic a record came from, and its source nodes (sourcesOf). */
+  /** Each input topic's source nodes with their children's runs, built at its first record (sourcesOf). */
+  private readonly sourceRuns = new Map<string, readonly SourceRun[]>();
+  /** The last topic a record came from, and its source nodes. */
   private lastSources: { readonly topic: string | null; readonly runs: readonly SourceRun[] } = { topic: null, runs: [] };
   private dirty = false;
   /** A processor failed after records of this transaction went out: the transaction must be aborted before the replay. */
@@ -373,7 +375,11 @@ export class StreamTask {
    */
   private sourcesOf(topic: string): readonly SourceRun[] {
     if (topic === this.lastSources.topic) return this.lastSources.runs;
-    const runs = this.nodes.sources(this.config.sourcesByTopic.get(topic) ?? []);
+    let runs = this.sourceRuns.get(topic);
+    if (runs === undefined) {
+      runs = this.nodes.sources(this.config.sourcesByTopic.get(topic) ?? []);
+      this.sourceRuns.set(topic, runs);
+    }
     this.lastSources = { topic, runs };
     return runs;
   }

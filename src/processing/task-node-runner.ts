@@ -52,7 +52,6 @@ export class TaskNodeRunner {
   private sourceKeySerde: Serde<unknown> | null = null;
   private readonly contexts = new Map<string, ProcessorContext>();
   private readonly runs = new Map<string, NodeRun>();
-  private readonly sourceRuns = new Map<string, readonly SourceRun[]>();
   private readonly typedStores = new Map<string, TypedStore<unknown, unknown>>();
   /** Bumped by forgetStores(): a context's remembered typed store is from an older attachment. */
   private storesGeneration = 0;
@@ -71,18 +70,12 @@ export class TaskNodeRunner {
     return node;
   }
 
-  /** The source nodes named `names` (an input topic's), each with the run of its children; built once per list. */
+  /** The source nodes named `names` (an input topic's), each with the run of its children (the caller keeps them). */
   sources(names: readonly string[]): readonly SourceRun[] {
-    const key = names.join('\u0000');
-    let runs = this.sourceRuns.get(key);
-    if (runs === undefined) {
-      runs = names.flatMap((name) => {
-        const node = this.node(name);
-        return node.kind === 'source' ? [{ name, node, children: this.childrenRun(name) }] : [];
-      });
-      this.sourceRuns.set(key, runs);
-    }
-    return runs;
+    return names.flatMap((name) => {
+      const node = this.node(name);
+      return node.kind === 'source' ? [{ name, node, children: this.childrenRun(name) }] : [];
+    });
   }
 
   /**

@@ -85,6 +85,21 @@ function shortAscii(bytes: Buffer): string | null {
   return text;
 }
 
+/**
+ * Writes `value` at `offset` char by char when it is all ASCII (the caller checked its length
+ * against SHORT_TEXT and the room); false at its first non-ASCII char, with the ASCII before it
+ * written. Buffer.from(value, 'utf8') and Buffer#utf8Write are native calls (~85 ns against
+ * ~20 ns for a word, measured).
+ */
+function writeShortAscii(value: string, target: Buffer, offset: number): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit >= 0x80) return false;
+    target[offset + i] = unit;
+  }
+  return true;
+}
+
 function decodeUtf8(serde: string, bytes: Buffer): string {
   if (!Buffer.isBuffer(bytes)) throw decodeFailed(serde, 'not a Buffer');
   const ascii = shortAscii(bytes);
@@ -101,28 +116,16 @@ export const stringSerde: Serde<string> = {
   name: 'string',
   serialize(value) {
     if (typeof value !== 'string') throw encodeFailed('string', `expected a string, got ${typeof value}`);
-    // Short ASCII char by char, as encodeInto: Buffer.from(value, 'utf8') is a native call.
     if (value.length <= SHORT_TEXT) {
       const bytes = Buffer.allocUnsafe(value.length);
-      if (stringSerde.encodeInto!(value, bytes, 0) === value.length) return bytes;
+      if (writeShortAscii(value, bytes, 0)) return bytes;
     }
     return Buffer.from(value, 'utf8');
   },
   encodeInto(value, target, offset) {
     if (typeof value !== 'string') throw encodeFailed('string', `expected a string, got ${typeof value}`);
     const room = target.length - offset;
-    // A short ASCII string, char by char: Buffer#utf8Write is a native call (~85 ns against
-    // ~20 ns for a word, measured). A non-ASCII char sends it to utf8Write, which writes it all.
-    const length = value.length;
-    if (length <= SHORT_TEXT && length <= room) {
-      let i = 0;
-      for (; i < length; i++) {
-        const unit = value.charCodeAt(i);
-        if (unit >= 0x80) break;
-        target[offset + i] = unit;
-      }
-      if (i === length) return length;
-    }
+    if (value.length <= SHORT_TEXT && value.length <= room && writeShortAscii(value, target, offset)) return value.length;
     // A UTF-16 unit takes at most 3 UTF-8 bytes: the exact length is counted only near the end.
     if (value.length * 3 > room && Buffer.byteLength(value, 'utf8') > room) return -1;
     // Buffer#utf8Write is what write(value, offset, 'utf8') ends in, minus its argument handling.
