@@ -82,6 +82,17 @@ async function committedStore(runtime: Runtime): Promise<Branches> {
   return branches;
 }
 
+/** Waits until one view of the bank served at `url` equals `expected`; the error shows both. */
+async function viewReaches(url: string, view: 'committed' | 'uncommitted', expected: Branches, timeoutMs: number, pollMs: number, what: string): Promise<void> {
+  let last: Branches = new Map();
+  await waitFor(async () => {
+    last = (await sideBySide(url))[view];
+    return isDeepStrictEqual(last, expected);
+  }, timeoutMs, pollMs, what).catch((error: unknown) => {
+    throw new Error(`${String(error)}\nexpected ${JSON.stringify([...expected])}\nserved   ${JSON.stringify([...last])}`);
+  });
+}
+
 describe.each(['librdkafka', 'kafkajs'] as const)('the bank demo against the real broker on %s', (kafkaClient) => {
   it('keeps every committed branch at its opening total while aborted transfers come and go in the uncommitted view', async () => {
     const topic = uniqueName('bank-transfers');
@@ -137,23 +148,11 @@ describe.each(['librdkafka', 'kafkajs'] as const)('the bank demo against the rea
     const aborted = Number(/^iqgate_transactions_aborted_total (\d+)$/m.exec(metrics)?.[1]);
     expect(aborted).toBeGreaterThan(0);
     expect(aborted).toBeLessThanOrEqual(feed.markedToAbort());
-    let last: Branches = new Map();
-    await waitFor(async () => {
-      last = (await sideBySide(server.url)).committed;
-      return isDeepStrictEqual(last, expected);
-    }, 60_000, 100, 'the committed bank to equal the model').catch((error: unknown) => {
-      throw new Error(`${String(error)}\nexpected ${JSON.stringify([...expected])}\nserved   ${JSON.stringify([...last])}`);
-    });
+    await viewReaches(server.url, 'committed', expected, 60_000, 100, 'the committed bank to equal the model');
     expect(await committedStore(runtime)).toEqual(expected);
     // A transfer marked to abort leaves its debit in the uncommitted view until its task's next
     // commit point settles the abort (commitIntervalMs later), and the committed view equals the
     // model before that: the uncommitted one follows within a commit interval or two.
-    let uncommitted: Branches = new Map();
-    await waitFor(async () => {
-      uncommitted = (await sideBySide(server.url)).uncommitted;
-      return isDeepStrictEqual(uncommitted, expected);
-    }, 5_000, 50, 'the uncommitted bank to equal the model once the last aborts settled').catch((error: unknown) => {
-      throw new Error(`${String(error)}\nexpected ${JSON.stringify([...expected])}\nserved   ${JSON.stringify([...uncommitted])}`);
-    });
+    await viewReaches(server.url, 'uncommitted', expected, 5_000, 50, 'the uncommitted bank to equal the model once the last aborts settled');
   });
 });

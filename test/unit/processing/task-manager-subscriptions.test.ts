@@ -74,14 +74,20 @@ async function ending(stream: AsyncIterableIterator<ChangeEvent>): Promise<{ eve
   }
 }
 
+/** A committed feed of partition 1 that has read the first commit there: b → 1. */
+async function feedPastFirstCommit(h: Harness): Promise<AsyncIterableIterator<ChangeEvent>> {
+  const stream = feed(h, 1);
+  send(h.broker, 'in', 1, 'b', 'y0');
+  await h.pump();
+  await h.commitAll();
+  expect(await take(stream, 1)).toEqual([['b', 1]]);
+  return stream;
+}
+
 describe('change feeds over the task manager', () => {
   it('a feed whose task was revoked ends with PARTITION_REVOKED even when a stop begins before the task has closed (exactly-once v2)', async () => {
     const h = await startTwoPartitions(true);
-    const revokedFeed = feed(h, 1);
-    send(h.broker, 'in', 1, 'b', 'y0');
-    await h.pump();
-    await h.commitAll();
-    expect(await take(revokedFeed, 1)).toEqual([['b', 1]]);
+    const revokedFeed = await feedPastFirstCommit(h);
     // onRevoked settles before the revoked task closes; its close waits behind this operation.
     let release!: () => void;
     const held = new Promise<void>((resolve) => { release = resolve; });
@@ -164,11 +170,7 @@ describe('change feeds over the task manager', () => {
 
   it('carry on while a lost partition waits for the next assignment, and end with PARTITION_REVOKED when it does not come back', async () => {
     const h = await startTwoPartitions(true);
-    const stream = feed(h, 1);
-    send(h.broker, 'in', 1, 'b', 'y0');
-    await h.pump();
-    await h.commitAll();
-    expect(await take(stream, 1)).toEqual([['b', 1]]);
+    const stream = await feedPastFirstCommit(h);
     // The member's session expired: the task rolls back and waits, its stores open.
     await h.manager.onRevoked(TP, true);
     h.ports.consumer.assign(TP); // the same member gets it back: re-opened on the same stores
