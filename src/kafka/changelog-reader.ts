@@ -6,7 +6,11 @@
  * aborted transactions; `lastOffset()` still counts them, so the position moves past markers.
  *
  * A separate Cluster (its own sockets) keeps restores from queueing behind the group
- * consumer's long polls. One read loop per partition; no fetch sessions (kafkajs sends none).
+ * consumer's long polls. One read loop per partition, but their fetches travel together: a
+ * broker serves one request per connection at a time, so 64 tasks opening at once used to
+ * queue 64 single-partition fetches behind each other (~2 ms each on a loaded broker, so a
+ * task waited ~115 ms for a 4-record restore). The reads that wait for the same broker now
+ * share one Fetch request (FetchBatch below). No fetch sessions (kafkajs sends none).
  */
 // Must precede the first kafkajs import (see the module's comment).
 import './kafkajs-patches.js';
@@ -56,10 +60,91 @@ export function nextPositionWhenEmpty(messages: readonly RawFetchedMessage[], po
 }
 interface FetchResponse { responses: Array<{ topicName: string; partitions: FetchPartition[] }> }
 
+/** A batched request's byte limit, in per-partition limits: bounds the memory of one answer. */
+const REQUEST_BYTES_FACTOR = 4;
+/** Partitions per batched request. */
+const MAX_BATCH = 256;
+
+interface FetchTarget { readonly tp: TopicPartition; readonly position: number }
+
+/**
+ * One partition's part of a batched answer. `conclusive` is false when the partition got no
+ * bytes at all while another partition of the same answer got some: the request's byte limit
+ * may have run out before the broker came to it (the broker fills partitions in an order of its
+ * own, not necessarily the request's), so "nothing" may not mean "nothing below the last stable
+ * offset". When no partition got anything, nothing was spent, and every "nothing" is real.
+ */
+export interface BatchedPartition { readonly data: FetchPartition; readonly conclusive: boolean }
+
+/** The targets grouped by topic, topics in order of first appearance: the order of the request and of the broker's answer. */
+function groupedByTopic<T extends FetchTarget>(targets: readonly T[]): T[] {
+  const byTopic = new Map<string, T[]>();
+  for (const target of targets) {
+    let list = byTopic.get(target.tp.topic);
+    if (list === undefined) byTopic.set(target.tp.topic, (list = []));
+    list.push(target);
+  }
+  return [...byTopic.values()].flat();
+}
+
+function partitionOf(response: FetchResponse, tp: TopicPartition): FetchPartition {
+  const data = response.responses.find((r) => r.topicName === tp.topic)?.partitions.find((p) => p.partition === tp.partition);
+  if (data === undefined) throw new Error(`no data for ${tp.topic}/${tp.partition} in fetch response`);
+  return data;
+}
+
+/**
+ * Coalesces the fetches of concurrent reads bound for one broker: the first read of a turn
+ * schedules a request (setImmediate, so the reads of that turn join it), reads arriving while it
+ * is in flight wait for the next one, and each request carries at most MAX_BATCH partitions in
+ * arrival order. A failed request fails every read it carried (each read retries on its own).
+ */
+export class FetchBatch {
+  private queue: Array<FetchTarget & { resolve: (p: BatchedPartition) => void; reject: (e: unknown) => void }> = [];
+  private busy = false;
+
+  constructor(private readonly send: (partitions: readonly FetchTarget[]) => Promise<FetchResponse>) {}
+
+  fetch(tp: TopicPartition, position: number): Promise<BatchedPartition> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ tp, position, resolve, reject });
+      if (!this.busy && this.queue.length === 1) setImmediate(() => void this.drain());
+    });
+  }
+
+  private async drain(): Promise<void> {
+    if (this.busy || this.queue.length === 0) return;
+    this.busy = true;
+    const taken = groupedByTopic(this.queue.slice(0, MAX_BATCH));
+    this.queue = this.queue.slice(MAX_BATCH);
+    try {
+      const response = await this.send(taken);
+      const anyData = response.responses.some((r) => r.partitions.some((p) => (p.messages?.length ?? 0) > 0));
+      for (const entry of taken) {
+        let data: FetchPartition;
+        try {
+          data = partitionOf(response, entry.tp);
+        } catch (error) {
+          entry.reject(error);
+          continue;
+        }
+        entry.resolve({ data, conclusive: !anyData || (data.messages?.length ?? 0) > 0 });
+      }
+    } catch (error) {
+      for (const entry of taken) entry.reject(error);
+    } finally {
+      this.busy = false;
+      if (this.queue.length > 0) void this.drain();
+    }
+  }
+}
+
 export class KafkaChangelogReader implements ChangelogReaderPort {
   private readonly cluster: Cluster;
   private connected: Promise<void> | null = null;
   private readonly holder: { consumer: { disconnect(): Promise<void> } };
+  /** Per leader broker: the reads waiting for it share one Fetch request. */
+  private readonly batches = new Map<string, FetchBatch>();
 
   constructor(kafka: Kafka, clientTag: string, private readonly maxBytes = 4 * 1024 * 1024) {
     let captured: Cluster | null = null;
@@ -97,16 +182,10 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
         const leaders = this.cluster.findLeaderForPartitions(tp.topic, [tp.partition]);
         const nodeId = Object.keys(leaders)[0];
         if (nodeId === undefined) throw new Error(`no leader for ${tp.topic}/${tp.partition}`);
-        const broker = await this.cluster.findBroker({ nodeId });
-        const response = await broker.fetch({
-          isolationLevel: READ_COMMITTED,
-          maxWaitTime: 100,
-          minBytes: 1,
-          maxBytes: this.maxBytes,
-          topics: [{ topic: tp.topic, partitions: [{ partition: tp.partition, fetchOffset: String(position), maxBytes: this.maxBytes }] }],
-        }) as FetchResponse;
-        const partitionData = response.responses.find((r) => r.topicName === tp.topic)?.partitions.find((p) => p.partition === tp.partition);
-        if (partitionData === undefined) throw new Error(`no data for ${tp.topic}/${tp.partition} in fetch response`);
+        const fetched = await this.batchOf(nodeId).fetch(tp, position);
+        // Nothing at all for this partition while another partition of the answer got data: the
+        // request's byte limit may have cut it off. Only a fetch of its own tells.
+        const partitionData = fetched.conclusive ? fetched.data : await this.fetchAlone(nodeId, tp, position);
         batch = new Batch(tp.topic, String(position), partitionData);
         rawMessages = partitionData.messages ?? [];
         failures = 0;
@@ -133,6 +212,31 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
       position = Math.max(position + 1, Number(batch.lastOffset()) + 1);
       await onChunk({ records, nextOffset: position });
     }
+  }
+
+  private batchOf(nodeId: string): FetchBatch {
+    let batch = this.batches.get(nodeId);
+    if (batch === undefined) {
+      batch = new FetchBatch(async (partitions) => this.fetch(nodeId, partitions, this.maxBytes * REQUEST_BYTES_FACTOR));
+      this.batches.set(nodeId, batch);
+    }
+    return batch;
+  }
+
+  private async fetchAlone(nodeId: string, tp: TopicPartition, position: number): Promise<FetchPartition> {
+    const response = await this.fetch(nodeId, [{ tp, position }], this.maxBytes);
+    return partitionOf(response, tp);
+  }
+
+  private async fetch(nodeId: string, partitions: readonly FetchTarget[], maxBytes: number): Promise<FetchResponse> {
+    const broker = await this.cluster.findBroker({ nodeId });
+    // `partitions` come grouped by topic (groupedByTopic), so the request keeps their order.
+    const topics: Array<{ topic: string; partitions: Array<{ partition: number; fetchOffset: string; maxBytes: number }> }> = [];
+    for (const { tp, position } of partitions) {
+      if (topics.at(-1)?.topic !== tp.topic) topics.push({ topic: tp.topic, partitions: [] });
+      topics.at(-1)?.partitions.push({ partition: tp.partition, fetchOffset: String(position), maxBytes: this.maxBytes });
+    }
+    return await broker.fetch({ isolationLevel: READ_COMMITTED, maxWaitTime: 100, minBytes: 1, maxBytes, topics }) as FetchResponse;
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,58 @@
+/**
+ * The changelog reader's batched fetches against the real broker: restores of many partitions
+ * at once share Fetch requests, and a request's byte limit cutting partitions off never ends a
+ * restore early. With a 1 KB limit per partition (4 KB per request) and ~350-byte records, most
+ * partitions of each answer come back empty because the limit ran out, not because they are
+ * read to the end; a reader that took such a partition for "read to the end" loses records.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { KafkaChangelogReader } from '../../../src/kafka/changelog-reader.js';
+import type { ChangelogChunk } from '../../../src/processing/ports.js';
+import { createTopicsRetrying, testKafka, uniqueName } from '../../support/kafka.js';
+
+const PARTITIONS = 6;
+const RECORDS = 12;
+const kafka = testKafka();
+const readers: KafkaChangelogReader[] = [];
+afterAll(async () => {
+  await Promise.all(readers.map((r) => r.close()));
+});
+
+describe('KafkaChangelogReader reading many partitions at once', () => {
+  it('hands every partition all its records in order when the request byte limit cuts partitions off', async () => {
+    const topic = uniqueName('restore-batch');
+    const admin = kafka.admin();
+    await admin.connect();
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    try {
+      await createTopicsRetrying(admin, [{ topic, numPartitions: PARTITIONS }]);
+      const pad = 'x'.repeat(300);
+      // One record per send: record batches of ~350 bytes, several per partition limit.
+      for (let i = 0; i < RECORDS; i++) {
+        for (let p = 0; p < PARTITIONS; p++) await producer.send({ topic, messages: [{ partition: p, key: `k${i}`, value: `${p}-${i}-${pad}` }] });
+      }
+      const ends = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
+      expect([...ends.values()]).toEqual(Array.from({ length: PARTITIONS }, () => RECORDS));
+
+      const reader = new KafkaChangelogReader(kafka, uniqueName('restore-batch'), 1024);
+      readers.push(reader);
+      const read = async (partition: number) => {
+        const chunks: ChangelogChunk[] = [];
+        await reader.read({ topic, partition }, 0, ends.get(partition) ?? 0, async (chunk) => {
+          chunks.push(chunk);
+        });
+        return chunks;
+      };
+      const results = await Promise.all(Array.from({ length: PARTITIONS }, (_, p) => read(p)));
+      for (const [p, chunks] of results.entries()) {
+        const values = chunks.flatMap((c) => c.records.map((r) => r.value?.toString().split('-').slice(0, 2).join('-')));
+        expect(values, `partition ${p}`).toEqual(Array.from({ length: RECORDS }, (_, i) => `${p}-${i}`));
+        expect(chunks.at(-1)?.nextOffset, `partition ${p} ends at its end offset`).toBe(RECORDS);
+      }
+    } finally {
+      await producer.disconnect();
+      await admin.disconnect();
+    }
+  }, 60_000);
+});
