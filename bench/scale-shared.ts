@@ -157,3 +157,21 @@ export interface InstanceConfig {
   readonly logLevel: string;
   readonly kafkaLogLevel: string;
 }
+
+/** Messages from the baseline consumer (bench/scale-baseline.ts) to the orchestrator. */
+export type FromBaseline =
+  | { readonly t: 'ready' }
+  | { readonly t: 'failed'; readonly error: string }
+  /**
+   * Partitions whose position moved since the last report: [partition, position, first move
+   * since the last report, last move], the times as epoch milliseconds (performance.timeOrigin +
+   * performance.now()), which the orchestrator maps onto its own clock.
+   */
+  | { readonly t: 'progress'; readonly moved: Array<[number, number, number, number]> };
+
+export interface BaselineConfig {
+  readonly brokers: string[];
+  readonly topic: string;
+  readonly client: ScaleClient;
+  readonly partitions: number;
+}

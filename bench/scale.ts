@@ -34,6 +34,13 @@
  *    at or below the threshold (0 when it never went above). `join.assigned.ms`: until the
  *    partitions are split between A and B with every task RUNNING; `leave.assigned.ms`: until A
  *    runs all N again.
+ *  - baseline: the raw client of the run (librdkafka or kafkajs, bench/scale-baseline.ts) consumes
+ *    the same topic in a group and a process of its own, with no processing, state or
+ *    transactions, from before the steady window to the end; its pauses are measured exactly as
+ *    A's are. `baseline.steady.pause.max.ms`, `rebalance.baseline.pause.{max,p99,join.max,
+ *    leave.max}.ms` (over A's staying partitions, in the same windows) and
+ *    `rebalance.pause.max.ratio` (A's longest pause ÷ the baseline's) tell a pause of iqgate's
+ *    from one the broker and this machine impose on any consumer.
  *  - librdkafka uses static membership: a gracefully stopped member sends no LeaveGroup, so its
  *    partitions come back only when its session times out. The bench runs librdkafka with
  *    sessionTimeoutMs SCALE_SESSION_TIMEOUT_MS (default 6000); kafkajs (which leaves the group)
@@ -68,7 +75,7 @@ import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { destination, pino, type Logger } from 'pino';
 import { createRuntime, type Runtime } from '../src/index.js';
 import { changelogTopic } from '../src/processing/topic-names.js';
-import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, STORE, type FromInstance, type InstanceConfig, type ScaleClient, type ToInstance } from './scale-shared.js';
+import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, STORE, type BaselineConfig, type FromBaseline, type FromInstance, type InstanceConfig, type ScaleClient, type ToInstance } from './scale-shared.js';
 
 const N = Number(process.env.SCALE_PARTITIONS ?? 1000);
 const RECORDS = Number(process.env.SCALE_RECORDS ?? 5);
@@ -609,16 +616,112 @@ interface LagSample {
 }
 
 /**
- * Samples every SAMPLE_MS: each partition's end offset (acknowledged to the load producer), A's
- * processed position (its ProgressTracker) and B's (reported over IPC), A's tasks (every other
- * sample); keeps the lag series and, per window, the longest pause of each of A's partitions.
+ * The pauses of one consumer of the input (A's tasks, or the baseline's bare consumer), from its
+ * ProgressTracker and the load producer's acknowledgements: per window, each partition's longest
+ * pause — an interval during which the partition had input and its position did not move, from
+ * the later of its last progress and the acknowledgement of the first record it had not
+ * processed, to its next progress.
  */
-class Monitor {
-  readonly ends = new Float64Array(N);
+class PauseSeries {
   private readonly ackEnds: number[][] = Array.from({ length: N }, () => []);
   private readonly ackTimes: number[][] = Array.from({ length: N }, () => []);
   private readonly ackHead = new Int32Array(N);
   private readonly stallSince = new Float64Array(N).fill(Number.NaN);
+  private window: Window | null = null;
+  private readonly closed = new Map<string, Window>();
+
+  constructor(readonly tracker: ProgressTracker) {}
+
+  acked(partition: number, end: number, at: number): void {
+    this.ackEnds[partition]!.push(end);
+    this.ackTimes[partition]!.push(at);
+  }
+
+  beginWindow(name: string): void {
+    this.window = { name, from: performance.now(), max: new Float64Array(N), maxFrom: new Float64Array(N).fill(Number.NaN) };
+  }
+
+  /** Closes the window: pauses still open count up to now. */
+  endWindow(): Window {
+    const w = this.window!;
+    const now = performance.now();
+    for (let p = 0; p < N; p += 1) {
+      const since = this.stallSince[p]!;
+      if (!Number.isNaN(since)) this.pauseEnded(w, p, now - since, since);
+    }
+    this.window = null;
+    this.closed.set(w.name, w);
+    return w;
+  }
+
+  /** A window closed earlier, by name. */
+  windowNamed(name: string): Window | undefined {
+    return this.closed.get(name);
+  }
+
+  private pauseEnded(w: Window, p: number, gap: number, since: number): void {
+    if (gap > w.max[p]!) {
+      w.max[p] = gap;
+      w.maxFrom[p] = since;
+    }
+  }
+
+  /** Partition `p` at `now`, its acknowledged end `end`. */
+  sample(p: number, end: number, now: number): void {
+    const tracker = this.tracker;
+    const position = tracker.position[p]!;
+    const first = tracker.firstSinceMark[p]!;
+    if (!Number.isNaN(first)) {
+      tracker.firstSinceMark[p] = Number.NaN;
+      const since = this.stallSince[p]!;
+      if (!Number.isNaN(since) && this.window !== null) this.pauseEnded(this.window, p, first - since, since);
+      this.stallSince[p] = Number.NaN;
+    }
+    // Acknowledgements the consumer has processed past.
+    const ends = this.ackEnds[p]!;
+    let head = this.ackHead[p]!;
+    while (head < ends.length && ends[head]! <= position) head += 1;
+    if (head > 256) {
+      ends.splice(0, head);
+      this.ackTimes[p]!.splice(0, head);
+      head = 0;
+    }
+    this.ackHead[p] = head;
+    if (end > position) {
+      if (Number.isNaN(this.stallSince[p]!)) {
+        const available = head < ends.length ? this.ackTimes[p]![head]! : now;
+        const last = tracker.lastProgressAt[p]!;
+        this.stallSince[p] = Number.isNaN(last) ? available : Math.max(last, available);
+      }
+    } else {
+      this.stallSince[p] = Number.NaN;
+    }
+  }
+
+  /** The longest pause still open among `mask`'s partitions (for the progress lines). */
+  openPauseMax(mask: Uint8Array | null): number {
+    const now = performance.now();
+    let max = 0;
+    for (let p = 0; p < N; p += 1) {
+      if (mask !== null && mask[p] === 0) continue;
+      const since = this.stallSince[p]!;
+      if (!Number.isNaN(since)) max = Math.max(max, now - since);
+    }
+    return max;
+  }
+}
+
+/**
+ * Samples every SAMPLE_MS: each partition's end offset (acknowledged to the load producer), A's
+ * processed position (its ProgressTracker) and B's (reported over IPC), A's tasks (every other
+ * sample); keeps the lag series and, per window, the longest pause of each of A's partitions
+ * (PauseSeries), and of the baseline consumer's when one is attached.
+ */
+class Monitor {
+  readonly ends = new Float64Array(N);
+  readonly pausesA: PauseSeries;
+  /** The baseline consumer's pauses (bench/scale-baseline.ts), once attached. */
+  baseline: PauseSeries | null = null;
   readonly ownedA = new Uint8Array(N);
   readonly runningA = new Uint8Array(N);
   ownedACount = 0;
@@ -630,7 +733,6 @@ class Monitor {
   bStates: Record<string, number> = {};
   bReprocessed = 0;
   readonly lag: LagSample[] = [];
-  private window: Window | null = null;
   /** Partitions A held at every task sample since trackStaying(); and those seen in a state other than RUNNING. */
   staying: Uint8Array | null = null;
   stayingNotRunning: Uint8Array | null = null;
@@ -639,7 +741,9 @@ class Monitor {
   private readonly recent: number[] = [];
   private recentSum = 0;
 
-  constructor(private readonly a: Instance) {}
+  constructor(private readonly a: Instance) {
+    this.pausesA = new PauseSeries(a.tracker);
+  }
 
   start(): void {
     this.sampleTasks();
@@ -654,8 +758,8 @@ class Monitor {
   acked(partition: number, end: number, at: number): void {
     if (end <= this.ends[partition]!) return; // an earlier send acknowledged later
     this.ends[partition] = end;
-    this.ackEnds[partition]!.push(end);
-    this.ackTimes[partition]!.push(at);
+    this.pausesA.acked(partition, end, at);
+    this.baseline?.acked(partition, end, at);
   }
 
   fromB(message: Extract<FromInstance, { t: 'progress' }>): void {
@@ -676,32 +780,21 @@ class Monitor {
     this.bStates = {};
   }
 
+  /** Opens a window of pauses for A (and the baseline). */
   beginWindow(name: string): void {
-    this.window = { name, from: performance.now(), max: new Float64Array(N), maxFrom: new Float64Array(N).fill(Number.NaN) };
+    this.pausesA.beginWindow(name);
+    this.baseline?.beginWindow(name);
   }
 
-  /** Closes the window: pauses still open count up to now. */
+  /** Closes the window: pauses still open count up to now. A's window; the baseline's is kept by name. */
   endWindow(): Window {
-    const w = this.window!;
-    const now = performance.now();
-    for (let p = 0; p < N; p += 1) {
-      const since = this.stallSince[p]!;
-      if (!Number.isNaN(since)) this.pauseEnded(w, p, now - since, since);
-    }
-    this.window = null;
-    return w;
+    this.baseline?.endWindow();
+    return this.pausesA.endWindow();
   }
 
   trackStaying(): void {
     this.staying = Uint8Array.from(this.ownedA);
     this.stayingNotRunning = new Uint8Array(N);
-  }
-
-  private pauseEnded(w: Window, p: number, gap: number, since: number): void {
-    if (gap > w.max[p]!) {
-      w.max[p] = gap;
-      w.maxFrom[p] = since;
-    }
   }
 
   private sampleTasks(): void {
@@ -737,34 +830,10 @@ class Monitor {
     let lagA = 0;
     let lagB = 0;
     for (let p = 0; p < N; p += 1) {
-      const position = tracker.position[p]!;
-      const first = tracker.firstSinceMark[p]!;
-      if (!Number.isNaN(first)) {
-        tracker.firstSinceMark[p] = Number.NaN;
-        const since = this.stallSince[p]!;
-        if (!Number.isNaN(since) && this.window !== null) this.pauseEnded(this.window, p, first - since, since);
-        this.stallSince[p] = Number.NaN;
-      }
       const end = this.ends[p]!;
-      // Acknowledgements A has processed past.
-      const ends = this.ackEnds[p]!;
-      let head = this.ackHead[p]!;
-      while (head < ends.length && ends[head]! <= position) head += 1;
-      if (head > 256) {
-        ends.splice(0, head);
-        this.ackTimes[p]!.splice(0, head);
-        head = 0;
-      }
-      this.ackHead[p] = head;
-      if (end > position) {
-        if (Number.isNaN(this.stallSince[p]!)) {
-          const available = head < ends.length ? this.ackTimes[p]![head]! : now;
-          const last = tracker.lastProgressAt[p]!;
-          this.stallSince[p] = Number.isNaN(last) ? available : Math.max(last, available);
-        }
-      } else {
-        this.stallSince[p] = Number.NaN;
-      }
+      this.pausesA.sample(p, end, now);
+      this.baseline?.sample(p, end, now);
+      const position = tracker.position[p]!;
       const furthest = Math.max(position, this.posB[p]!);
       const behind = end > furthest ? end - furthest : 0;
       total += behind;
@@ -777,16 +846,9 @@ class Monitor {
     this.lag.push({ t: now, total, smooth: this.recentSum / this.recent.length, a: lagA, b: lagB });
   }
 
-  /** The longest pause still open among `mask`'s partitions (for the progress lines). */
+  /** The longest pause still open among `mask`'s partitions of A (for the progress lines). */
   openPauseMax(mask: Uint8Array | null): number {
-    const now = performance.now();
-    let max = 0;
-    for (let p = 0; p < N; p += 1) {
-      if (mask !== null && mask[p] === 0) continue;
-      const since = this.stallSince[p]!;
-      if (!Number.isNaN(since)) max = Math.max(max, now - since);
-    }
-    return max;
+    return this.pausesA.openPauseMax(mask);
   }
 
   lastLag(): LagSample {
@@ -888,12 +950,61 @@ class InstanceB {
 }
 
 /** Phase 2: join and leave of instance B under load. True when both rebalances settled. */
+/**
+ * The raw client consuming the input in a group and a process of its own (bench/scale-baseline.ts),
+ * its positions reported like B's: its pauses, measured as A's are, say what the broker and this
+ * machine allow a bare consumer in the same windows.
+ */
+class Baseline {
+  readonly child: ChildProcess;
+  readonly tracker = new ProgressTracker(N);
+  ready = false;
+  failed: string | null = null;
+  exited = false;
+
+  constructor(run: ClientRun) {
+    const config: BaselineConfig = { brokers: run.brokers, topic: run.topic, client: run.client, partitions: N };
+    this.child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./scale-baseline.ts', import.meta.url)), JSON.stringify(config)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.child.on('message', (message: FromBaseline) => {
+      if (message.t === 'ready') this.ready = true;
+      else if (message.t === 'failed') this.failed = message.error;
+      else this.progress(message.moved);
+    });
+    liveChildren.add(this.child);
+    this.child.on('exit', () => {
+      liveChildren.delete(this.child);
+      this.exited = true;
+    });
+  }
+
+  /** Positions from the child; its epoch-millisecond times onto this process's performance clock. */
+  private progress(moved: ReadonlyArray<readonly [number, number, number, number]>): void {
+    const origin = performance.timeOrigin;
+    for (const [p, position, firstAt, lastAt] of moved) {
+      if (position <= this.tracker.position[p]!) continue;
+      this.tracker.position[p] = position;
+      this.tracker.lastProgressAt[p] = lastAt - origin;
+      if (Number.isNaN(this.tracker.firstSinceMark[p]!)) this.tracker.firstSinceMark[p] = firstAt - origin;
+    }
+  }
+
+  async kill(): Promise<void> {
+    if (this.exited) return;
+    this.child.kill('SIGTERM');
+    for (const limitAt = Date.now() + 3_000; !this.exited && Date.now() < limitAt;) await sleep(50);
+    if (!this.exited) this.child.kill('SIGKILL');
+  }
+}
+
 async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
   const f = (name: string, unit: string, value: number): void => report(`${run.prefix}.${name}`, unit, value);
   const monitor = new Monitor(a);
   const load = new LoadProducer(run.kafka, run.topic, (p, end, at) => monitor.acked(p, end, at));
   const delay = monitorEventLoopDelay({ resolution: 10 });
   let b: InstanceB | null = null;
+  const baseline = new Baseline(run);
   let completed = false;
   const progress = (label: string, t0: number): string => {
     const l = monitor.lastLag();
@@ -904,6 +1015,9 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
   };
   try {
     f('session.timeout.ms', 'ms', run.sessionTimeoutMs ?? RUNTIME_DEFAULT_SESSION_TIMEOUT_MS);
+    for (const limitAt = Date.now() + 30_000; !baseline.ready && baseline.failed === null && !baseline.exited && Date.now() < limitAt;) await sleep(50);
+    if (baseline.ready) monitor.baseline = new PauseSeries(baseline.tracker);
+    else note(`${run.client}: the baseline consumer did not start: ${baseline.failed ?? 'no answer within 30 s'}`);
     await load.start();
     monitor.start();
     await sleep(WARMUP_MS);
@@ -924,6 +1038,8 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     f('steady.lag.smooth.p99', 'records', steadySmoothP99);
     f('steady.pause.max.ms', 'ms', Math.max(...steadyPauses));
     f('steady.pause.p99.ms', 'ms', percentile(steadyPauses, 99));
+    const steadyBaseline = monitor.baseline?.windowNamed('steady');
+    if (steadyBaseline !== undefined) f('baseline.steady.pause.max.ms', 'ms', Math.max(...steadyBaseline.max));
     note(`${run.client}: steady: ${pauseHistogram(steadyWindow, steadyFrom, Array.from({ length: N }, (_, p) => p))}`);
     f('rebalance.lag.threshold', 'records', threshold);
     note(`${run.client}: steady with ${LOAD_RATE} records/s offered (${Math.round(load.rate())} acknowledged/s); load average ${load1()}`);
@@ -1028,6 +1144,20 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     f('rebalance.pause.join.max.ms', 'ms', staying.length > 0 ? Math.max(...staying.map((p) => joinWindow.max[p]!)) : Number.NaN);
     f('rebalance.pause.leave.max.ms', 'ms', staying.length > 0 ? Math.max(...staying.map((p) => leaveWindow.max[p]!)) : Number.NaN);
     f('rebalance.pause.over.1s', 'tasks', pauses.filter((x) => x > 1_000).length);
+    // The bare consumer's pauses on the same partitions in the same windows.
+    const baseJoin = monitor.baseline?.windowNamed('join');
+    const baseLeave = monitor.baseline?.windowNamed('leave');
+    if (baseJoin !== undefined && baseLeave !== undefined && staying.length > 0) {
+      const basePauses = staying.map((p) => Math.max(baseJoin.max[p]!, baseLeave.max[p]!));
+      const baseMax = Math.max(...basePauses);
+      f('rebalance.baseline.pause.max.ms', 'ms', baseMax);
+      f('rebalance.baseline.pause.p99.ms', 'ms', percentile(basePauses, 99));
+      f('rebalance.baseline.pause.join.max.ms', 'ms', Math.max(...staying.map((p) => baseJoin.max[p]!)));
+      f('rebalance.baseline.pause.leave.max.ms', 'ms', Math.max(...staying.map((p) => baseLeave.max[p]!)));
+      f('rebalance.pause.max.ratio', 'ratio', Math.max(...pauses) / baseMax);
+      note(`${run.client}: baseline consumer, join: ${pauseHistogram(baseJoin, joinEvent, staying)}`);
+      note(`${run.client}: baseline consumer, leave: ${pauseHistogram(baseLeave, leaveEvent, staying)}`);
+    }
     f('rebalance.loop.delay.p99.ms', 'ms', delay.percentile(99) / 1e6);
     f('rebalance.loop.delay.max.ms', 'ms', delay.max / 1e6);
     f('rebalance.a.reprocessed', 'records', a.tracker.reprocessed);
@@ -1058,6 +1188,7 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
   } finally {
     delay.disable();
     monitor.stop();
+    await baseline.kill();
     await load.stop();
     f('load.records', 'records', load.acked);
     if (load.failed > 0) note(`${run.client}: ${load.failed} load records failed: ${load.firstError}`);
