@@ -48,6 +48,13 @@ export class RecordInbox {
     }
   }
 
+  /** Puts `records` (in order, all before what is queued) back in front of the queue. */
+  requeue(records: readonly InputRecord[]): void {
+    if (records.length === 0) return;
+    this.records = [...records, ...this.records.slice(this.head)];
+    this.head = 0;
+  }
+
   clear(): void {
     this.records = [];
     this.head = 0;

@@ -122,6 +122,12 @@ export class StreamTask {
   private readonly inbox = new RecordInbox();
   /** Records processed in the open transaction, kept to replay them after a processor error. */
   private txnRecords: InputRecord[] = [];
+  /**
+   * Exactly-once v2: the input records of this task's cut in the instance's transaction, kept
+   * until that transaction commits (completeCut) — a confirmed abort processes them again from
+   * memory (rewindToCommitted) instead of seeking the consumer back and fetching them anew.
+   */
+  private cutInputs: InputRecord[] = [];
   /** Input records those are, a pack's entries each (the commit's record count). */
   private txnRecordCount = 0;
   /** Records skipped after a processor error in this transaction, with their dead letter to re-send on replay. */
@@ -246,6 +252,7 @@ export class StreamTask {
       this.committedOffsets.set(topic, offset);
     }
     this.inbox.clear();
+    this.cutInputs = [];
     this.lastCommit = now;
   }
 
@@ -566,6 +573,7 @@ export class StreamTask {
       offsets: [...this.nextOffsets].map(([topic, offset]) => ({ topic, partition: this.partition, offset })),
       store: stores.capture(),
     };
+    this.cutInputs = this.txnRecords;
     this.forgetTxnRecords();
     this.skipOffsets.clear();
     this.dirty = false;
@@ -583,6 +591,7 @@ export class StreamTask {
    * from a lower bound re-applies, in order, records the store already holds — same state.
    */
   async completeCut(cut: TaskCut, now: number): Promise<void> {
+    this.cutInputs = [];
     const stores = this.stores;
     if (stores === null) {
       cut.store.abandon();
@@ -611,24 +620,35 @@ export class StreamTask {
 
   /**
    * Exactly-once v2, after a transaction whose abort the broker confirmed: back to the last
-   * commit in memory — everything processed since is dropped, the input position goes back to
-   * the committed one (the caller seeks the consumer there) — and the task stays RUNNING. Its
-   * stores hold exactly the committed state (the aborted cut was abandoned), so nothing needs
-   * restoring, and the task resumes at once. `changelogEnds` (changelog topic → this partition's
-   * read_committed end, read after the abort) is where the next store commit counts from.
+   * commit in memory, and the task stays RUNNING. Everything processed since is dropped (its
+   * stores hold exactly the committed state: the aborted cut was abandoned, so nothing needs
+   * restoring), and the records it processed since — those of the aborted cut, then those after
+   * it — go back to the front of its inbox, in order: they are processed again from memory, with
+   * no seek and no fetch, and the input position is the committed one again. What the consumer
+   * delivers next follows on from the inbox as before.
    */
-  rewindToCommitted(changelogEnds: ReadonlyMap<string, number>): ReadonlyMap<string, number> {
+  rewindToCommitted(): void {
+    const again = [...this.cutInputs, ...this.txnRecords];
+    const waiting = this.pendingRollback?.record;
+    if (waiting !== undefined) again.push(waiting);
+    this.cutInputs = [];
     this.dropUncommitted();
-    // Read after the abort and before the next transaction: at most the true end, so counting on
-    // from it stays exact or below (see completeCut).
+    this.nextOffsets.clear();
+    for (const [topic, offset] of this.committedOffsets) this.nextOffsets.set(topic, offset);
+    this.inbox.requeue(again);
+  }
+
+  /**
+   * After rewindToCommitted: `changelogEnds` (changelog topic → this partition's read_committed
+   * end, read after the abort and before the next transaction commits) is where the next store
+   * commit counts from. At most the true end, so counting on from it stays exact or below (see
+   * completeCut).
+   */
+  raiseChangelogFloor(changelogEnds: ReadonlyMap<string, number>): void {
     for (const [topic, end] of changelogEnds) {
       const store = this.changelogStores.get(topic);
       if (store !== undefined) this.changelogFloor[store] = Math.max(this.changelogFloor[store] ?? 0, end);
     }
-    this.inbox.clear();
-    this.nextOffsets.clear();
-    for (const [topic, offset] of this.committedOffsets) this.nextOffsets.set(topic, offset);
-    return this.committedOffsets;
   }
 
   /**

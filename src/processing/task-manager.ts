@@ -528,7 +528,16 @@ export class TaskManager implements ConsumerHandlers {
    * unreadable, the tasks take the slow path (recoverAll).
    */
   private async rewindAfterAbort(tasks: readonly StreamTask[], error: unknown): Promise<void> {
-    const topics = new Set(tasks.flatMap((task) => [...task.changelogTopics()]));
+    // At once, in memory: the tasks go on from their last commit with the records they had
+    // processed since (StreamTask.rewindToCommitted), while the changelog ends are read below.
+    // Revoked tasks too (their partitions are going, and their last commit must not carry the
+    // position past the aborted records); a task suspended since has dropped its work.
+    const rewound = tasks.filter((task) => task.state === 'RUNNING');
+    for (const task of rewound) task.rewindToCommitted();
+    this.scheduleLoop();
+    // The ends must be known before the next transaction commits: the committer starts its next
+    // cycle only once this has settled.
+    const topics = new Set(rewound.flatMap((task) => [...task.changelogTopics()]));
     const ends = new Map<string, Map<number, number>>();
     try {
       for (const topic of topics) ends.set(topic, await this.deps.ports.admin.endOffsets(topic));
@@ -537,19 +546,14 @@ export class TaskManager implements ConsumerHandlers {
       await this.recoverAll(tasks, error);
       return;
     }
-    for (const task of tasks) {
-      // Revoked tasks too (their partitions are going, and their last commit must not carry the
-      // position past the aborted records); a task suspended since has dropped its work.
-      if (task.state !== 'RUNNING') continue;
+    for (const task of rewound) {
       const taskEnds = new Map<string, number>();
       for (const topic of task.changelogTopics()) {
         const end = ends.get(topic)?.get(task.partition);
         if (end !== undefined) taskEnds.set(topic, end);
       }
-      const offsets = task.rewindToCommitted(taskEnds);
-      if (!task.revoked) this.seekTo(task, offsets);
+      task.raiseChangelogFloor(taskEnds);
     }
-    this.scheduleLoop();
   }
 
   private commitDue(): void {

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { serdes } from '../../../src/store/serdes.js';
 import { COMMIT_STEPS } from '../../../src/processing/stream-task.js';
+import type { TopicPartitionOffset } from '../../../src/processing/ports.js';
 import type { FakeStreamProducer } from './fake-kafka.js';
 import { send, type Harness } from './manager-harness.js';
 import { brokerWithTopics, countTopology, harnessesClosedAfterEach, waitFor } from './processing-fixture.js';
@@ -110,6 +111,12 @@ describe('exactly-once v2: one transaction for the instance', () => {
     const h = await startTwoPartitions();
     await commitOneThenProcessAnother(h);
     h.broker.calls.length = 0;
+    const seeks: TopicPartitionOffset[] = [];
+    const seek = h.ports.consumer.seek.bind(h.ports.consumer);
+    h.ports.consumer.seek = (position) => {
+      seeks.push(position);
+      seek(position);
+    };
     h.failures.commit = true;
     await h.commitAll();
     h.failures.commit = false;
@@ -120,7 +127,8 @@ describe('exactly-once v2: one transaction for the instance', () => {
     expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
     expect(await h.counts('counts', 1, false)).toEqual(new Map([['b', 1]]));
 
-    await h.pump(); // the consumer was sought back to the committed offsets
+    await h.pump(); // the records of the aborted transaction, processed again from memory
+    expect(seeks, 'no seek: nothing is fetched again').toEqual([]);
     await h.commitAll();
     expect(h.broker.calls.filter((c) => c.startsWith('init:'))).toEqual(['init:app-instance-1']);
     expect(await h.counts('counts', 0, true)).toEqual(new Map([['a', 2]]));
@@ -128,6 +136,36 @@ describe('exactly-once v2: one transaction for the instance', () => {
     expect(outputCounts(h, 'a')).toEqual([1, 2]);
     expect(outputCounts(h, 'b')).toEqual([1, 2]);
     expect(h.broker.groupOffsets.get('app:in:0')).toBe(2);
+  });
+
+  it('processes again, in order and once, both the aborted cut\'s records and those processed while it was committing', async () => {
+    const h = await startTwoPartitions();
+    send(h.broker, 'in', 0, 'a', 'x0');
+    await h.pump();
+    await h.commitAll();
+    send(h.broker, 'in', 0, 'a', 'x1');
+    send(h.broker, 'in', 0, 'a', 'x2');
+    await h.pump();
+    let release!: () => void;
+    h.producer.hold = new Promise((resolve) => { release = resolve; });
+    h.failures.commitFailures = 1;
+    const inFlight = h.commitAll();
+    await waitFor(() => h.steps.includes('0_0:after-send-offsets'));
+    // x3 is processed after the cut, into the next transaction; x4 is fetched, not processed.
+    send(h.broker, 'in', 0, 'a', 'x3');
+    await h.pump();
+    send(h.broker, 'in', 0, 'a', 'x4');
+    h.producer.hold = null;
+    release();
+    await inFlight;
+    expect(h.manager.localTasks().find((t) => t.partition === 0)?.state).toBe('RUNNING');
+    // Back to the last commit: a → 1, and x1..x3 wait in memory again, before x4.
+    expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
+    await h.pump();
+    await h.commitAll();
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['a', 5]]));
+    expect(outputCounts(h, 'a')).toEqual([1, 2, 3, 4, 5]);
+    expect(h.broker.groupOffsets.get('app:in:0')).toBe(5);
   });
 
   it('never commits past the records of an aborted transaction for a task revoked while it was in flight', async () => {
