@@ -55,8 +55,10 @@ export interface InstanceCommitterDeps {
   readonly onCommitStep?: (step: CommitStep, taskId: string) => void;
   /** The cycle failed with an unknown outcome: roll these tasks back and re-open them (TaskRecovery). */
   readonly onFailed: (tasks: readonly StreamTask[], error: unknown) => Promise<void>;
-  /** The cycle's transaction was aborted for sure: rewind these tasks to their last commit (StreamTask.rewindToCommitted) and seek. */
+  /** The cycle's transaction was aborted for sure: rewind these tasks to their last commit (StreamTask.rewindToCommitted). */
   readonly onRewound: (tasks: readonly StreamTask[], error: unknown) => Promise<void>;
+  /** True once the instance failed or gave up a stop that timed out: clients and stores may be closed under a cycle. */
+  readonly abandoned?: () => boolean;
 }
 
 /** Longest synchronous stretch of a commit cycle (cutting tasks, producing their output) before it yields, unless a pacer says less. */
@@ -128,8 +130,11 @@ export class InstanceCommitter {
         try {
           await this.cycle();
         } catch (error) {
-          // cycle() hands failures to onFailed; anything here is a bug in a callback.
-          this.deps.logger.warn({ err: error }, 'commit cycle failed unexpectedly');
+          // cycle() hands failures to onFailed; anything here is a bug in a callback — unless the
+          // instance was abandoned (a stop that timed out closes stores and clients under the
+          // cycle; what it did not finish is aborted or restored, docs/engine.md).
+          if (this.deps.abandoned?.() === true) this.deps.logger.info({ err: error }, 'commit cycle ended by the abandoned stop');
+          else this.deps.logger.warn({ err: error }, 'commit cycle failed unexpectedly');
         }
         for (const waiter of served) waiter.resolve();
       }

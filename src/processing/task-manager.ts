@@ -176,6 +176,7 @@ export class TaskManager implements ConsumerHandlers {
       ...(deps.events.onCommitStep ? { onCommitStep: deps.events.onCommitStep } : {}),
       onFailed: (tasks, error) => this.recoverAll(tasks, error),
       onRewound: (tasks, error) => this.rewindAfterAbort(tasks, error),
+      abandoned: () => this.failed,
     });
     this.opener = new TaskOpener({
       options, ports: deps.ports, engine: deps.engine, logger: deps.logger, clock: this.clock,
