@@ -76,7 +76,7 @@ interface FetchTarget { readonly tp: TopicPartition; readonly position: number }
  */
 export interface BatchedPartition { readonly data: FetchPartition; readonly conclusive: boolean }
 
-/** The targets grouped by topic, topics in order of first appearance: the order of the request and of the broker's answer. */
+/** The targets grouped by topic, topics in order of first appearance: a Fetch request names each topic once. */
 function groupedByTopic<T extends FetchTarget>(targets: readonly T[]): T[] {
   const byTopic = new Map<string, T[]>();
   for (const target of targets) {
@@ -182,7 +182,15 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
         const leaders = this.cluster.findLeaderForPartitions(tp.topic, [tp.partition]);
         const nodeId = Object.keys(leaders)[0];
         if (nodeId === undefined) throw new Error(`no leader for ${tp.topic}/${tp.partition}`);
-        const fetched = await this.batchOf(nodeId).fetch(tp, position);
+        let fetched: BatchedPartition;
+        try {
+          fetched = await this.batchOf(nodeId).fetch(tp, position);
+        } catch {
+          // kafkajs fails a whole answer for one partition's error (say an offset out of range):
+          // a fetch of its own tells whether the error is this partition's, so one bad partition
+          // does not fail the restores it shared a request with.
+          fetched = { data: await this.fetchAlone(nodeId, tp, position), conclusive: true };
+        }
         // Nothing at all for this partition while another partition of the answer got data: the
         // request's byte limit may have cut it off. Only a fetch of its own tells.
         const partitionData = fetched.conclusive ? fetched.data : await this.fetchAlone(nodeId, tp, position);
@@ -230,7 +238,8 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
 
   private async fetch(nodeId: string, partitions: readonly FetchTarget[], maxBytes: number): Promise<FetchResponse> {
     const broker = await this.cluster.findBroker({ nodeId });
-    // `partitions` come grouped by topic (groupedByTopic), so the request keeps their order.
+    // `partitions` come grouped by topic (groupedByTopic). kafkajs may reorder them in the request
+    // and the broker fills them in an order of its own: nothing here depends on the order.
     const topics: Array<{ topic: string; partitions: Array<{ partition: number; fetchOffset: string; maxBytes: number }> }> = [];
     for (const { tp, position } of partitions) {
       if (topics.at(-1)?.topic !== tp.topic) topics.push({ topic: tp.topic, partitions: [] });

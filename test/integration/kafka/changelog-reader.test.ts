@@ -56,3 +56,38 @@ describe('KafkaChangelogReader reading many partitions at once', () => {
     }
   }, 60_000);
 });
+
+describe('KafkaChangelogReader when one partition of a shared request fails', () => {
+  it('fails that partition\'s restore only: the others sharing its requests read all their records', async () => {
+    const topic = uniqueName('restore-bad');
+    const admin = kafka.admin();
+    await admin.connect();
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    try {
+      await createTopicsRetrying(admin, [{ topic, numPartitions: 4 }]);
+      for (let p = 0; p < 4; p++) await producer.send({ topic, messages: Array.from({ length: 5 }, (_, i) => ({ partition: p, key: `k${i}`, value: `${p}-${i}` })) });
+      const reader = new KafkaChangelogReader(kafka, uniqueName('restore-bad'));
+      readers.push(reader);
+      const read = async (partition: number, from: number, end: number) => {
+        const values: string[] = [];
+        await reader.read({ topic, partition }, from, end, async (chunk) => {
+          for (const r of chunk.records) values.push(r.value?.toString() ?? '');
+        });
+        return values;
+      };
+      // Partition 3 from offset 100 of its 5: the broker answers OFFSET_OUT_OF_RANGE for it, and
+      // kafkajs fails the whole answer of a request that carries it.
+      const results = await Promise.allSettled([read(0, 0, 5), read(1, 0, 5), read(2, 0, 5), read(3, 100, 200)]);
+      for (const p of [0, 1, 2]) {
+        const result = results[p];
+        expect(result?.status, `partition ${p}`).toBe('fulfilled');
+        if (result?.status === 'fulfilled') expect(result.value).toEqual(Array.from({ length: 5 }, (_, i) => `${p}-${i}`));
+      }
+      expect(results[3]?.status, 'the partition out of range').toBe('rejected');
+    } finally {
+      await producer.disconnect();
+      await admin.disconnect();
+    }
+  }, 60_000);
+});
