@@ -182,18 +182,12 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
         const leaders = this.cluster.findLeaderForPartitions(tp.topic, [tp.partition]);
         const nodeId = Object.keys(leaders)[0];
         if (nodeId === undefined) throw new Error(`no leader for ${tp.topic}/${tp.partition}`);
-        let fetched: BatchedPartition;
-        try {
-          fetched = await this.batchOf(nodeId).fetch(tp, position);
-        } catch {
-          // kafkajs fails a whole answer for one partition's error (say an offset out of range):
-          // a fetch of its own tells whether the error is this partition's, so one bad partition
-          // does not fail the restores it shared a request with.
-          fetched = { data: await this.fetchAlone(nodeId, tp, position), conclusive: true };
-        }
-        // Nothing at all for this partition while another partition of the answer got data: the
-        // request's byte limit may have cut it off. Only a fetch of its own tells.
-        const partitionData = fetched.conclusive ? fetched.data : await this.fetchAlone(nodeId, tp, position);
+        // A fetch of its own whenever the shared answer cannot vouch for this partition: it failed
+        // (kafkajs fails a whole answer for one partition's error, say an offset out of range, and
+        // one bad partition must not fail the restores it shared a request with), or it got
+        // nothing while another partition got data (the request's byte limit may have cut it off).
+        const shared = await this.batchOf(nodeId).fetch(tp, position).catch(() => null);
+        const partitionData = shared?.conclusive === true ? shared.data : await this.fetchAlone(nodeId, tp, position);
         batch = new Batch(tp.topic, String(position), partitionData);
         rawMessages = partitionData.messages ?? [];
         failures = 0;

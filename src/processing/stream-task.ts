@@ -639,15 +639,15 @@ export class StreamTask {
   }
 
   /**
-   * After rewindToCommitted: `changelogEnds` (changelog topic → this partition's read_committed
-   * end, read after the abort and before the next transaction commits) is where the next store
-   * commit counts from. At most the true end, so counting on from it stays exact or below (see
-   * completeCut).
+   * After rewindToCommitted: `endOf(topic)` (this partition's read_committed end of each of its
+   * changelog topics, read after the abort and before the next transaction commits) is where the
+   * next store commit counts from. At most the true end, so counting on from it stays exact or
+   * below (see completeCut).
    */
-  raiseChangelogFloor(changelogEnds: ReadonlyMap<string, number>): void {
-    for (const [topic, end] of changelogEnds) {
-      const store = this.changelogStores.get(topic);
-      if (store !== undefined) this.changelogFloor[store] = Math.max(this.changelogFloor[store] ?? 0, end);
+  raiseChangelogFloor(endOf: (changelogTopic: string) => number | undefined): void {
+    for (const [topic, store] of this.changelogStores) {
+      const end = endOf(topic);
+      if (end !== undefined) this.changelogFloor[store] = Math.max(this.changelogFloor[store] ?? 0, end);
     }
   }
 

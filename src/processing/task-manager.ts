@@ -547,14 +547,7 @@ export class TaskManager implements ConsumerHandlers {
       await this.recoverAll(tasks, error);
       return;
     }
-    for (const task of rewound) {
-      const taskEnds = new Map<string, number>();
-      for (const topic of task.changelogTopics()) {
-        const end = ends.get(topic)?.get(task.partition);
-        if (end !== undefined) taskEnds.set(topic, end);
-      }
-      task.raiseChangelogFloor(taskEnds);
-    }
+    for (const task of rewound) task.raiseChangelogFloor((topic) => ends.get(topic)?.get(task.partition));
   }
 
   private commitDue(): void {
