@@ -887,16 +887,45 @@ function pauseHistogram(w: Window, event: number, partitions: readonly number[])
   return `tasks with a pause ≥ 500 ms, by when it began: ${line || 'none'}`;
 }
 
-/** Instance B in a process of its own. */
-class InstanceB {
+/**
+ * A bench process of its own (a tsx script given its JSON config, with IPC): registered for the
+ * clean-up on a crash of this process, its exit tracked, ended by kill().
+ */
+class BenchChild<FromChild> {
   readonly child: ChildProcess;
+  exited = false;
+  exitCode: number | null = null;
+
+  constructor(script: string, config: unknown, onMessage: (message: FromChild) => void, onExit: () => void = () => {}) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(script, import.meta.url)), JSON.stringify(config)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.child.on('message', onMessage);
+    liveChildren.add(this.child);
+    this.child.on('exit', (code) => {
+      liveChildren.delete(this.child);
+      this.exited = true;
+      this.exitCode = code;
+      onExit();
+    });
+  }
+
+  /** Ends the child (by its own pid) if it is still there. */
+  async kill(): Promise<void> {
+    if (this.exited) return;
+    this.child.kill('SIGTERM');
+    for (const limitAt = Date.now() + 3_000; !this.exited && Date.now() < limitAt;) await sleep(50);
+    if (!this.exited) this.child.kill('SIGKILL');
+  }
+}
+
+/** Instance B in a process of its own. */
+class InstanceB extends BenchChild<FromInstance> {
   startingAt = Number.NaN;
   startedMs = Number.NaN;
   stoppedMs = Number.NaN;
   stopOk = false;
   failed: string | null = null;
-  exited = false;
-  exitCode: number | null = null;
 
   constructor(run: ClientRun, readonly logFile: string, monitor: Monitor) {
     const config: InstanceConfig = {
@@ -910,10 +939,7 @@ class InstanceB {
       logLevel: LOG_LEVEL,
       kafkaLogLevel: KAFKA_LOG_LEVEL,
     };
-    this.child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./scale-instance.ts', import.meta.url)), JSON.stringify(config)], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    this.child.on('message', (message: FromInstance) => {
+    super('./scale-instance.ts', config, (message) => {
       switch (message.t) {
         case 'starting': this.startingAt = performance.now(); break;
         case 'started': this.startedMs = message.ms; break;
@@ -926,56 +952,30 @@ class InstanceB {
           break;
         default: break;
       }
-    });
-    liveChildren.add(this.child);
-    this.child.on('exit', (code) => {
-      liveChildren.delete(this.child);
-      this.exited = true;
-      this.exitCode = code;
-      monitor.bGone();
-    });
+    }, () => monitor.bGone());
   }
 
   requestStop(): void {
     if (this.child.connected) this.child.send({ t: 'stop' } satisfies ToInstance);
   }
-
-  /** Ends the child (by its own pid) if it is still there. */
-  async kill(): Promise<void> {
-    if (this.exited) return;
-    this.child.kill('SIGTERM');
-    for (const limitAt = Date.now() + 3_000; !this.exited && Date.now() < limitAt;) await sleep(50);
-    if (!this.exited) this.child.kill('SIGKILL');
-  }
 }
 
-/** Phase 2: join and leave of instance B under load. True when both rebalances settled. */
 /**
  * The raw client consuming the input in a group and a process of its own (bench/scale-baseline.ts),
  * its positions reported like B's: its pauses, measured as A's are, say what the broker and this
  * machine allow a bare consumer in the same windows.
  */
-class Baseline {
-  readonly child: ChildProcess;
+class Baseline extends BenchChild<FromBaseline> {
   readonly tracker = new ProgressTracker(N);
   ready = false;
   failed: string | null = null;
-  exited = false;
 
   constructor(run: ClientRun) {
     const config: BaselineConfig = { brokers: run.brokers, topic: run.topic, client: run.client, partitions: N };
-    this.child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./scale-baseline.ts', import.meta.url)), JSON.stringify(config)], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    this.child.on('message', (message: FromBaseline) => {
+    super('./scale-baseline.ts', config, (message) => {
       if (message.t === 'ready') this.ready = true;
       else if (message.t === 'failed') this.failed = message.error;
       else this.progress(message.moved);
-    });
-    liveChildren.add(this.child);
-    this.child.on('exit', () => {
-      liveChildren.delete(this.child);
-      this.exited = true;
     });
   }
 
@@ -989,15 +989,9 @@ class Baseline {
       if (Number.isNaN(this.tracker.firstSinceMark[p]!)) this.tracker.firstSinceMark[p] = firstAt - origin;
     }
   }
-
-  async kill(): Promise<void> {
-    if (this.exited) return;
-    this.child.kill('SIGTERM');
-    for (const limitAt = Date.now() + 3_000; !this.exited && Date.now() < limitAt;) await sleep(50);
-    if (!this.exited) this.child.kill('SIGKILL');
-  }
 }
 
+/** Phase 2: join and leave of instance B under load. True when both rebalances settled. */
 async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
   const f = (name: string, unit: string, value: number): void => report(`${run.prefix}.${name}`, unit, value);
   const monitor = new Monitor(a);
