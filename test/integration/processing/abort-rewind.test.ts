@@ -9,34 +9,24 @@
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { Admin } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
 import { loadLibrdkafka } from '../../../src/kafka/librdkafka/native.js';
 import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
-import { createRuntime, type Runtime } from '../../../src/runtime/runtime.js';
+import { createRuntime } from '../../../src/runtime/runtime.js';
 import { serdes } from '../../../src/store/serdes.js';
-import { createTopicsRetrying } from '../../support/kafka.js';
 import { brokers } from './brokers.js';
-import { committedCounts, createTopics, mapsEqual, outputProblems, readOutput, testKafka, uniqueName } from './wordcount-harness.js';
+import { committedCounts, mapsEqual, outputProblems, readOutput, uniqueName, wordcountSuite } from './wordcount-harness.js';
 
 const KEYS = 5;
 const RECORDS = 400;
 
 describe.skipIf(!loadLibrdkafka().ok)('a refused transaction on librdkafka', () => {
-  const kafka = testKafka();
-  let admin: Admin | undefined;
-  const runtimes: Runtime[] = [];
-  afterAll(async () => {
-    for (const r of runtimes) await r.stop().catch(() => undefined);
-    await admin?.disconnect();
-  });
+  const { kafka, runtimes, createTopics } = wordcountSuite();
 
   it('rewinds its tasks from memory and counts every record once', async () => {
-    admin = kafka.admin();
-    await admin.connect();
     const [input, output, doomed] = [uniqueName('rw-in'), uniqueName('rw-out'), uniqueName('rw-doomed')];
-    await createTopics(admin, [input, output], 2);
-    await createTopicsRetrying(admin, [{ topic: doomed, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '512' }] }]);
+    await createTopics([input, output], 2);
+    await createTopics([doomed], 1, [{ name: 'max.message.bytes', value: '512' }]);
 
     let oversizedSent = false;
     const b = new StreamsBuilder();

@@ -30,16 +30,16 @@ export function until(what: string, predicate: () => boolean | Promise<boolean>,
  * UNKNOWN_TOPIC_OR_PARTITION for a topic it has just created, which kafkajs does not retry
  * (seen in CI): ask again, a few times.
  */
-export async function createTopics(admin: Admin, topics: readonly string[], partitions: number): Promise<void> {
-  await createTopicsRetrying(admin, topics.map((topic) => ({ topic, numPartitions: partitions })));
+export async function createTopics(admin: Admin, topics: readonly string[], partitions: number, configEntries?: Array<{ name: string; value: string }>): Promise<void> {
+  await createTopicsRetrying(admin, topics.map((topic) => ({ topic, numPartitions: partitions, ...(configEntries === undefined ? {} : { configEntries }) })));
 }
 
 export interface WordcountSuite {
   readonly kafka: Kafka;
   /** Runtimes to stop after the suite. */
   readonly runtimes: Runtime[];
-  /** Connects an admin client (disconnected after the suite) and creates the topics. */
-  createTopics(topics: readonly string[], partitions: number): Promise<void>;
+  /** Creates the topics (with these topic configs, if given) through an admin client disconnected after the suite. */
+  createTopics(topics: readonly string[], partitions: number, configEntries?: Array<{ name: string; value: string }>): Promise<void>;
   /** A new temporary state directory, deleted after the suite. */
   stateDir(prefix: string): Promise<string>;
 }
@@ -50,23 +50,27 @@ export interface WordcountSuite {
  */
 export function wordcountSuite(): WordcountSuite {
   const kafka = testKafka();
-  let admin: Admin | undefined;
+  let admin: Promise<Admin> | undefined;
   const runtimes: Runtime[] = [];
   const dirs: string[] = [];
 
   afterAll(async () => {
     for (const r of runtimes) await r.stop().catch(() => undefined);
-    await admin?.disconnect();
+    await (await admin?.catch(() => undefined))?.disconnect();
     for (const d of dirs) await rm(d, { recursive: true, force: true });
   });
 
   return {
     kafka,
     runtimes,
-    createTopics: async (topics, partitions) => {
-      admin = kafka.admin();
-      await admin.connect();
-      await createTopics(admin, topics, partitions);
+    createTopics: async (topics, partitions, configEntries) => {
+      // One admin client for the suite, however many calls.
+      admin ??= (async () => {
+        const client = kafka.admin();
+        await client.connect();
+        return client;
+      })();
+      await createTopics(await admin, topics, partitions, configEntries);
     },
     stateDir: async (prefix) => {
       const dir = await mkdtemp(join(tmpdir(), prefix));

@@ -40,6 +40,34 @@ async function commitOneThenProcessAnother(h: Harness): Promise<void> {
   await h.pump();
 }
 
+/**
+ * a → 1 committed; x1 and x2 cut into a transaction held at its commit, which then fails with a
+ * confirmed abort; x3 processed while it is held. `finish` lets the commit go and awaits the cycle.
+ */
+async function failingCommitHeldWhileX3IsProcessed(h: Harness & { producer: FakeStreamProducer }): Promise<{ finish: () => Promise<void> }> {
+  send(h.broker, 'in', 0, 'a', 'x0');
+  await h.pump();
+  await h.commitAll();
+  send(h.broker, 'in', 0, 'a', 'x1');
+  send(h.broker, 'in', 0, 'a', 'x2');
+  await h.pump();
+  let release!: () => void;
+  h.producer.hold = new Promise((resolve) => { release = resolve; });
+  h.failures.commitFailures = 1;
+  const inFlight = h.commitAll();
+  await waitFor(() => h.steps.includes('0_0:after-send-offsets'));
+  // Processing goes on meanwhile: x3 is processed after the cut, into the next transaction.
+  send(h.broker, 'in', 0, 'a', 'x3');
+  await h.pump();
+  return {
+    finish: async () => {
+      h.producer.hold = null;
+      release();
+      await inFlight;
+    },
+  };
+}
+
 describe('exactly-once v2: one transaction for the instance', () => {
   it('commits the work of every task in one transaction, with the input offsets of all of them', async () => {
     const h = await startTwoPartitions();
@@ -140,24 +168,9 @@ describe('exactly-once v2: one transaction for the instance', () => {
 
   it('processes again, in order and once, both the aborted cut\'s records and those processed while it was committing', async () => {
     const h = await startTwoPartitions();
-    send(h.broker, 'in', 0, 'a', 'x0');
-    await h.pump();
-    await h.commitAll();
-    send(h.broker, 'in', 0, 'a', 'x1');
-    send(h.broker, 'in', 0, 'a', 'x2');
-    await h.pump();
-    let release!: () => void;
-    h.producer.hold = new Promise((resolve) => { release = resolve; });
-    h.failures.commitFailures = 1;
-    const inFlight = h.commitAll();
-    await waitFor(() => h.steps.includes('0_0:after-send-offsets'));
-    // x3 is processed after the cut, into the next transaction; x4 is fetched, not processed.
-    send(h.broker, 'in', 0, 'a', 'x3');
-    await h.pump();
-    send(h.broker, 'in', 0, 'a', 'x4');
-    h.producer.hold = null;
-    release();
-    await inFlight;
+    const held = await failingCommitHeldWhileX3IsProcessed(h);
+    send(h.broker, 'in', 0, 'a', 'x4'); // fetched, not processed
+    await held.finish();
     expect(h.manager.localTasks().find((t) => t.partition === 0)?.state).toBe('RUNNING');
     // Back to the last commit: a → 1, and x1..x3 wait in memory again, before x4.
     expect(await h.counts('counts', 0, false)).toEqual(new Map([['a', 1]]));
@@ -170,25 +183,10 @@ describe('exactly-once v2: one transaction for the instance', () => {
 
   it('never commits past the records of an aborted transaction for a task revoked while it was in flight', async () => {
     const h = await startTwoPartitions();
-    send(h.broker, 'in', 0, 'a', 'x0');
-    await h.pump();
-    await h.commitAll();
-    send(h.broker, 'in', 0, 'a', 'x1');
-    send(h.broker, 'in', 0, 'a', 'x2');
-    await h.pump();
-    let release!: () => void;
-    h.producer.hold = new Promise((resolve) => { release = resolve; });
-    h.failures.commitFailures = 1;
-    const inFlight = h.commitAll();
-    await waitFor(() => h.steps.includes('0_0:after-send-offsets'));
-    // Processing goes on meanwhile (x3 is processed after the cut)...
-    send(h.broker, 'in', 0, 'a', 'x3');
-    await h.pump();
-    // ...and a cooperative rebalance takes partition 0 while its transaction commits — and fails.
+    const held = await failingCommitHeldWhileX3IsProcessed(h);
+    // A cooperative rebalance takes partition 0 while its transaction commits — and fails.
     const revoked = h.manager.onRevoked([{ topic: 'in', partition: 0 }], false);
-    h.producer.hold = null;
-    release();
-    await inFlight;
+    await held.finish();
     await revoked;
     expect(h.failures.commitFailures).toBe(0);
     // The records of the aborted transaction are not committed, and neither is an offset past
