@@ -44,6 +44,7 @@ export const ERROR_CODES = {
   PROCESSING_FAILED: 'A processor threw while handling a record.',
   TRANSACTION_ABORTED: 'A processor aborted its task\'s open transaction (ProcessorContext.abortTransaction); its other records are replayed.',
   KAFKA_ERROR: 'A Kafka request failed (the cause carries the client error).',
+  TRANSACTION_PENDING: 'A changelog partition\'s stable end stayed behind an open transaction (its previous owner\'s) for longer than a transaction may last; opening the task is retried.',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

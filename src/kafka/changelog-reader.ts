@@ -15,10 +15,11 @@
 // Must precede the first kafkajs import (see the module's comment).
 import './kafkajs-patches.js';
 import { createRequire } from 'node:module';
-import { PartitionAssigners, type Cluster, type Kafka, type KafkaMessage } from 'kafkajs';
+import type { Cluster, Kafka, KafkaMessage } from 'kafkajs';
 import type { ChangelogChunk, ChangelogReaderPort, TopicPartition } from '../processing/ports.js';
 import { toInputRecord } from './group-consumer.js';
 import { toIqgateError } from './kafka-errors.js';
+import { detachedCluster } from './kafkajs-cluster.js';
 
 interface KafkajsBatch {
   readonly messages: KafkaMessage[];
@@ -147,19 +148,9 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
   private readonly batches = new Map<string, FetchBatch>();
 
   constructor(kafka: Kafka, clientTag: string, private readonly maxBytes = 4 * 1024 * 1024) {
-    let captured: Cluster | null = null;
-    // The assigner factory runs inside kafka.consumer() and hands us that consumer's Cluster;
-    // the consumer itself is never run or connected.
-    const consumer = kafka.consumer({
-      groupId: `${clientTag}-restore-unused`,
-      partitionAssigners: [(config) => {
-        captured = config.cluster;
-        return PartitionAssigners.roundRobin(config);
-      }],
-    });
+    const { cluster, consumer } = detachedCluster(kafka, `${clientTag}-restore`);
     this.holder = { consumer };
-    if (captured === null) throw new TypeError('kafkajs did not hand the cluster to the assigner factory');
-    this.cluster = captured;
+    this.cluster = cluster;
   }
 
   private async ready(): Promise<void> {

@@ -3,17 +3,22 @@
  * End offsets: `fetchTopicOffsets` answers `high` from ListOffsets v2+, which defaults to
  * READ_COMMITTED on the admin client, so `high` is the last stable offset — Kafka's
  * read_committed `endOffsets` (docs/kafkajs-notes.md §4 "Getting the end offset").
+ * High watermarks: kafkajs' admin has no read_uncommitted ListOffsets, so they come from a
+ * Cluster of our own whose isolation level is read_uncommitted (kafkajs-cluster.ts), created at
+ * the first call.
  */
 import type { Admin, Kafka } from 'kafkajs';
 import { IqgateError } from '../errors.js';
 import type { AdminPort, TopicSpec } from '../processing/ports.js';
 import { toIqgateError } from './kafka-errors.js';
+import { detachedCluster, type DetachedCluster } from './kafkajs-cluster.js';
 
 export class KafkaAdmin implements AdminPort {
   private readonly admin: Admin;
   private connecting: Promise<void> | null = null;
+  private uncommitted: { readonly detached: DetachedCluster; connected: Promise<void> | null } | null = null;
 
-  constructor(kafka: Kafka) {
+  constructor(private readonly kafka: Kafka) {
     this.admin = kafka.admin({ retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 } });
   }
 
@@ -159,6 +164,26 @@ export class KafkaAdmin implements AdminPort {
     return this.topicOffsets(topic, 'high');
   }
 
+  async highWatermarks(topic: string): Promise<Map<number, number>> {
+    this.uncommitted ??= { detached: detachedCluster(this.kafka, 'iqgate-admin-hw', { readUncommitted: true }), connected: null };
+    const state = this.uncommitted;
+    const { cluster } = state.detached;
+    try {
+      state.connected ??= cluster.connect().catch((error: unknown) => {
+        state.connected = null;
+        throw error;
+      });
+      await state.connected;
+      await cluster.addTargetTopic(topic);
+      await cluster.refreshMetadataIfNecessary();
+      const partitions = cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
+      const [answer] = await cluster.fetchTopicsOffset([{ topic, fromBeginning: false, partitions }]);
+      return new Map((answer?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    } catch (error) {
+      throw toIqgateError(error, `fetch high watermarks of ${topic}`);
+    }
+  }
+
   private async topicOffsets(topic: string, end: 'low' | 'high'): Promise<Map<number, number>> {
     const admin = await this.ready();
     try {
@@ -169,6 +194,9 @@ export class KafkaAdmin implements AdminPort {
   }
 
   async close(): Promise<void> {
+    const uncommitted = this.uncommitted;
+    this.uncommitted = null;
+    if (uncommitted?.connected != null) await uncommitted.detached.cluster.disconnect().catch(() => undefined);
     if (this.connecting !== null) await this.admin.disconnect();
     this.connecting = null;
   }

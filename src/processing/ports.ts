@@ -220,6 +220,12 @@ export interface AdminPort {
   beginningOffsets(topic: string): Promise<Map<number, number>>;
   /** The read_committed end (last stable offset) of each partition. */
   endOffsets(topic: string): Promise<Map<number, number>>;
+  /**
+   * The read_uncommitted end (high watermark) of each partition: past every record written,
+   * those of transactions still open included. Where it is above endOffsets(), a transaction
+   * holds the partition's stable end back.
+   */
+  highWatermarks(topic: string): Promise<Map<number, number>>;
   close(): Promise<void>;
 }
 

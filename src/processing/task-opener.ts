@@ -1,18 +1,18 @@
 /**
  * The slow I/O at both ends of a task's life, run only inside the control queue. Opening:
- * InitProducerId → open stores → restore the changelog tail → read committed offsets → seek →
- * resume. Closing: a last commit when asked, then producer and stores. The TaskManager decides
+ * InitProducerId → open stores → read committed offsets → restore the changelog tail to its
+ * settled end → seek → resume. Closing: a last commit when asked, then producer and stores. The TaskManager decides
  * when a task opens or closes and what a failure leads to (TaskRecovery); the steps, and the
  * per-topic offset readers that all opening tasks share, are here.
  */
-import type { IqgateError } from '../errors.js';
+import { IqgateError } from '../errors.js';
 import type { StoreEngine } from '../store/types.js';
 import { discardProducer } from './discard-producer.js';
 import { FreshPartitionReader } from './fresh-partition-reader.js';
 import { FreshTopicReader } from './fresh-topic-reader.js';
 import type { KafkaPorts, TaskProducer } from './ports.js';
 import type { ProcessingOptions } from './processing-options.js';
-import { restoreTaskStores, type RestoreProgress } from './restore-task-stores.js';
+import { RestoreCancelled, restoreTaskStores, type RestoreProgress } from './restore-task-stores.js';
 import type { StreamTask, TaskLogger } from './stream-task.js';
 import type { SubTopologyPlan } from './sub-topology-plan.js';
 import { transactionalIdFor } from './topic-names.js';
@@ -28,10 +28,16 @@ export interface TaskOpenerDeps {
   readonly createProducer?: (plan: SubTopologyPlan, task: StreamTask) => TaskProducer;
 }
 
+/** How often an opening task asks again for a changelog end held back by an open transaction. */
+const SETTLE_POLL_MS = 50;
+/** Longest wait for it: a transaction lasts at most the broker's transaction.max.timeout.ms (15 min by default, 10 s to 60 s as iqgate configures its producers). */
+const SETTLE_TIMEOUT_MS = 120_000;
+
 export class TaskOpener {
   private readonly committed: FreshPartitionReader;
   private readonly beginnings: FreshTopicReader<Map<number, number>>;
   private readonly ends: FreshTopicReader<Map<number, number>>;
+  private readonly highs: FreshTopicReader<Map<number, number>>;
 
   constructor(private readonly deps: TaskOpenerDeps) {
     const admin = deps.ports.admin;
@@ -39,6 +45,7 @@ export class TaskOpener {
     this.committed = new FreshPartitionReader((topic, partitions) => admin.committedOffsets(appId, topic, partitions));
     this.beginnings = new FreshTopicReader((topic) => admin.beginningOffsets(topic));
     this.ends = new FreshTopicReader((topic) => admin.endOffsets(topic));
+    this.highs = new FreshTopicReader((topic) => admin.highWatermarks(topic));
   }
 
   /**
@@ -58,22 +65,27 @@ export class TaskOpener {
       const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
       task.attach(producer, stores);
       producer = null;
+      // The committed offsets first, then the changelog's end (settledEnd): with the instance's
+      // transaction (exactly-once v2) nothing here completes the previous owner's last
+      // transaction (an InitProducerId of the task's own transactional id does, v1); reading the
+      // offsets with require_stable waits for it, and only an end read after that — and after the
+      // transaction's markers reached the changelog — includes its changelog records.
+      const offsets = new Map<string, number>();
+      for (const topic of plan.sourceTopics) {
+        const committed = await this.committed.get(topic, task.partition);
+        offsets.set(topic, committed ?? (await this.beginnings.get(topic)).get(task.partition) ?? 0);
+      }
       const started = this.deps.clock();
       const replayed = await restoreTaskStores({
         taskId: task.id,
         partition: task.partition,
         stores,
         changelogTopics: plan.changelogTopics,
-        endOffset: async (topic, partition) => (await this.ends.get(topic)).get(partition) ?? 0,
+        endOffset: (topic, partition) => this.settledEnd(task.id, topic, partition, cancelled),
         reader: ports.changelogReader,
         onProgress: (p) => this.deps.onRestoreProgress(p),
         cancelled,
       });
-      const offsets = new Map<string, number>();
-      for (const topic of plan.sourceTopics) {
-        const committed = await this.committed.get(topic, task.partition);
-        offsets.set(topic, committed ?? (await this.beginnings.get(topic)).get(task.partition) ?? 0);
-      }
       if (cancelled()) return;
       task.startAt(offsets, this.deps.clock());
       task.transitionTo('RUNNING');
@@ -83,6 +95,32 @@ export class TaskOpener {
     } catch (error) {
       await discardProducer(producer);
       throw error;
+    }
+  }
+
+  /**
+   * The changelog partition's read_committed end once every transaction that was open on it
+   * when this was called has ended. The stable end (LSO) stops at the first record of an open
+   * transaction; the high watermark counts every record written. Once the stable end reaches
+   * the high watermark read here, each transaction with records below it has its markers in the
+   * partition: the previous owner's last transaction — whose offsets the caller has already read
+   * as stable — is then either in the restore (committed) or skipped by it (aborted). The
+   * stable offsets alone do not say so: a transaction's markers reach `__consumer_offsets` and
+   * the changelog separately (on a cluster, on different brokers), so its offsets can read as
+   * stable while the changelog's stable end still stands before its records. The wait is bounded
+   * by a transaction's timeout, after which the coordinator aborts it.
+   */
+  private async settledEnd(taskId: string, topic: string, partition: number, cancelled: () => boolean): Promise<number> {
+    const target = (await this.highs.get(topic)).get(partition) ?? 0;
+    const deadline = this.deps.clock() + SETTLE_TIMEOUT_MS;
+    for (;;) {
+      const end = (await this.ends.get(topic)).get(partition) ?? 0;
+      if (end >= target) return end;
+      if (cancelled()) throw new RestoreCancelled(taskId);
+      if (this.deps.clock() >= deadline) {
+        throw new IqgateError('TRANSACTION_PENDING', `the stable end of ${topic}/${partition} stayed at ${end}, behind ${target}, for ${SETTLE_TIMEOUT_MS} ms`, { retriable: true, details: { topic, partition, end, target } });
+      }
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
     }
   }
 

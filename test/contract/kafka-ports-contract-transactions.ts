@@ -41,6 +41,8 @@ export function describeTransactionsContract(ctx: ContractContext): void {
       expect(await ctx.driver.logEnd({ topic, partition: 0 })).toBeGreaterThanOrEqual(3);
       expect(await ctx.driver.readCommitted({ topic, partition: 0 })).toEqual([]);
       expect(await ports.admin.endOffsets(topic)).toEqual(new Map([[0, 0], [1, 0]]));
+      // The high watermark counts them: the open transaction is what holds the stable end back.
+      expect(await ports.admin.highWatermarks(topic)).toEqual(new Map([[0, 3], [1, 2]]));
 
       await producer.commit();
       const p0 = await ctx.committed({ topic, partition: 0 }, 3);
@@ -48,6 +50,7 @@ export function describeTransactionsContract(ctx: ContractContext): void {
       expect(p0.map((r) => r.headers.h)).toEqual(['a', 'b', 'c']);
       expect(values(await ctx.committed({ topic, partition: 1 }, 2))).toEqual(['d', 'e']);
       expect((await ports.admin.endOffsets(topic)).get(0)).toBeGreaterThanOrEqual(3);
+      expect(await ports.admin.highWatermarks(topic)).toEqual(await ports.admin.endOffsets(topic));
     }, timeout);
 
     it('an aborted transaction\'s records are never visible; the producer\'s next transaction commits normally', async () => {

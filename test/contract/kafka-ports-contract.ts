@@ -63,6 +63,7 @@ function describeErrorContract(ctx: ContractContext): void {
         'consumer.run()': ports.consumer.run(handlers),
         'admin.partitionCounts()': ports.admin.partitionCounts([topic]),
         'admin.endOffsets()': ports.admin.endOffsets(topic),
+        'admin.highWatermarks()': ports.admin.highWatermarks(topic),
         'producers.create(id).init()': ports.producers.create(ctx.name('task')).init(),
         'producers.create(null).send()': ports.producers.create(null).send([{ topic, partition: 0, key: null, value: Buffer.from('v') }]),
         'changelogReader.read()': ports.changelogReader.read({ topic, partition: 0 }, 0, 1, async () => undefined),

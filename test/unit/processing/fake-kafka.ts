@@ -191,13 +191,16 @@ class FakeProducer implements TaskProducer {
 }
 
 /**
- * The instance's one transactional producer (exactly-once v2). `hold` lets a test keep a commit
- * in flight (to see processing go on meanwhile); `failures.commit` fails the next commits.
+ * The instance's one transactional producer (exactly-once v2). `hold` and `holdOffsets` let a
+ * test keep a commit in flight (to see processing go on meanwhile); `failures.commit` fails the
+ * next commits.
  */
 export class FakeStreamProducer implements StreamProducerPort {
   private inner: FakeProducer;
   /** Set to a promise to hold commit() until it settles. */
   hold: Promise<void> | null = null;
+  /** Set to a promise to hold sendOffsets() until it settles. */
+  holdOffsets: Promise<void> | null = null;
   /** Records produced per committed transaction. */
   readonly committedSizes: number[] = [];
   private produced = 0;
@@ -220,6 +223,7 @@ export class FakeStreamProducer implements StreamProducerPort {
     this.pending = sent;
   }
   async sendOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
+    if (this.holdOffsets !== null) await this.holdOffsets;
     await this.pending;
     await this.inner.sendOffsets(offsets);
   }
@@ -364,6 +368,10 @@ export function fakePorts(broker: FakeBroker, groupId: string, failures: FakeFai
     endOffsets: async (topic) => {
       reachable(`fetch offsets of ${topic}`);
       return new Map((broker.logs.get(topic) ?? []).map((_l, p) => [p, broker.readCommitted(topic, p, 0).lso]));
+    },
+    highWatermarks: async (topic) => {
+      reachable(`fetch offsets of ${topic}`);
+      return new Map((broker.logs.get(topic) ?? []).map((log, p) => [p, log.length]));
     },
     close: async () => {},
   };

@@ -1,0 +1,31 @@
+/**
+ * A kafkajs Cluster of our own, for protocol requests kafkajs' public API does not offer (a
+ * Fetch outside any group, a read_uncommitted ListOffsets). kafkajs hands a consumer's Cluster to
+ * its partition-assigner factory, which runs inside kafka.consumer(); the consumer itself is never
+ * run or connected (docs/kafkajs-notes.md §4 option B). The Cluster has its own sockets and
+ * isolation level: `readUncommitted` makes its ListOffsets answer the high watermark instead of
+ * the last stable offset.
+ */
+// Must precede the first kafkajs import (see the module's comment).
+import './kafkajs-patches.js';
+import { PartitionAssigners, type Cluster, type Consumer, type Kafka } from 'kafkajs';
+
+export interface DetachedCluster {
+  readonly cluster: Cluster;
+  /** The consumer the cluster came from, kept referenced for as long as the cluster is used. */
+  readonly consumer: Consumer;
+}
+
+export function detachedCluster(kafka: Kafka, tag: string, options: { readonly readUncommitted?: boolean } = {}): DetachedCluster {
+  let captured: Cluster | null = null;
+  const consumer = kafka.consumer({
+    groupId: `${tag}-unused`,
+    readUncommitted: options.readUncommitted ?? false,
+    partitionAssigners: [(config) => {
+      captured = config.cluster;
+      return PartitionAssigners.roundRobin(config);
+    }],
+  });
+  if (captured === null) throw new TypeError('kafkajs did not hand the cluster to the assigner factory');
+  return { cluster: captured, consumer };
+}
