@@ -78,17 +78,32 @@ export class InstanceCommitter {
   private running = false;
   /** Callers waiting for a cycle that starts after their request. */
   private waiting: Waiter[] = [];
-  /** Tasks to include in the next cycle although they left the assignment (revoked, closing). */
-  private readonly extra = new Set<StreamTask>();
   private needsInit = true;
   private initializing: Promise<void> | null = null;
   /** When the last cycle started (for the commit interval). */
   lastCycleAt = 0;
+  /** The cycle under way: `ended` when it is over, `offsetsSent` once it can add no more input offsets to its transaction. */
+  private current: { readonly ended: Promise<void>; readonly offsetsSent: Promise<void>; sendOffsetsDone(): void } | null = null;
 
   constructor(private readonly deps: InstanceCommitterDeps) {}
 
   get committing(): boolean {
     return this.running;
+  }
+
+  /**
+   * Resolves once no task cut so far can have its input offsets added to a transaction any more:
+   * at once when no cycle runs, otherwise when the cycle under way has sent its offsets (the
+   * broker acknowledged them as the transaction's) or ended without. Tasks revoked before the
+   * call are never cut again (StreamTask.cut), so later cycles carry none of their offsets.
+   */
+  offsetsSettled(): Promise<void> {
+    return this.current?.offsetsSent ?? Promise.resolve();
+  }
+
+  /** Resolves once the cycle under way, if any, has ended (its store writes included). */
+  cycleEnded(): Promise<void> {
+    return this.current?.ended ?? Promise.resolve();
   }
 
   /**
@@ -110,12 +125,12 @@ export class InstanceCommitter {
   }
 
   /**
-   * Commits every task with uncommitted work (and `extra` tasks that left the assignment).
+   * Commits every task with uncommitted work (the assigned ones: a task that left the assignment is
+   * revoked and never cut).
    * Resolves once a cycle that started after this call has finished, whatever its outcome:
    * failures are handed to onFailed, never thrown here.
    */
-  request(extra: readonly StreamTask[] = []): Promise<void> {
-    for (const task of extra) this.extra.add(task);
+  request(): Promise<void> {
     const done = new Promise<void>((resolve) => this.waiting.push({ resolve }));
     if (!this.running) void this.drive();
     return done;
@@ -127,8 +142,12 @@ export class InstanceCommitter {
       while (this.waiting.length > 0) {
         const served = this.waiting;
         this.waiting = [];
+        let sendOffsetsDone = (): void => {};
+        const offsetsSent = new Promise<void>((resolve) => { sendOffsetsDone = resolve; });
+        const ended = this.cycle();
+        this.current = { ended: ended.then(() => undefined, () => undefined), offsetsSent, sendOffsetsDone };
         try {
-          await this.cycle();
+          await ended;
         } catch (error) {
           // cycle() hands failures to onFailed; anything here is a bug in a callback — unless the
           // instance was abandoned (a stop that timed out closes stores and clients under the
@@ -136,6 +155,8 @@ export class InstanceCommitter {
           if (this.deps.abandoned?.() === true) this.deps.logger.info({ err: error }, 'commit cycle ended by the abandoned stop');
           else this.deps.logger.warn({ err: error }, 'commit cycle failed unexpectedly');
         }
+        this.current.sendOffsetsDone();
+        this.current = null;
         for (const waiter of served) waiter.resolve();
       }
     } finally {
@@ -162,10 +183,7 @@ export class InstanceCommitter {
 
   private async cycle(): Promise<void> {
     const { producer, clock } = this.deps;
-    const candidates = new Set<StreamTask>(this.extra);
-    this.extra.clear();
-    for (const task of this.deps.tasks()) candidates.add(task);
-    const dirty = [...candidates].filter((task) => task.state === 'RUNNING' && task.hasUncommitted());
+    const dirty = [...this.deps.tasks()].filter((task) => task.state === 'RUNNING' && task.hasUncommitted());
     if (dirty.length === 0) return;
     if (this.needsInit) {
       try {
@@ -208,10 +226,14 @@ export class InstanceCommitter {
       if (cuts.length === 0) return;
       sent = clock();
       await producer.sendOffsets(offsets);
+      this.current?.sendOffsetsDone();
       step('after-send-offsets');
       offsetsAdded = clock();
       await producer.commit();
     } catch (error) {
+      // Nothing more of this transaction's offsets goes out: what was added, the abort below or
+      // the coordinator's timeout ends (the next owner's require_stable read waits for that).
+      this.current?.sendOffsetsDone();
       for (const cut of cuts) cut.store.abandon();
       const tasks = cuts.map((cut) => cut.task);
       // A transaction the broker confirms aborted (typically offsets refused during a rebalance:

@@ -559,7 +559,9 @@ export class StreamTask {
    */
   cut(): TaskCut | null {
     const stores = this.stores;
-    if (!this.dirty || stores === null || this.state !== 'RUNNING') return null;
+    // A revoked task is never cut: its partitions may have gone already (TaskManager.onRevoked),
+    // and a cut's offsets would be committed under this member's current generation.
+    if (!this.dirty || stores === null || this.state !== 'RUNNING' || this.isRevoked) return null;
     this.flushAll();
     // Nothing of the task is in the instance's transaction before its cut: an abort is in memory.
     while (this.abortRequests.length > 0) {

@@ -287,8 +287,10 @@ export class TaskManager implements ConsumerHandlers {
 
   /**
    * Cooperative rebalancing: these partitions go, the others stay and keep processing. Their
-   * tasks stop taking records now, commit what they processed and close; the consumer gives the
-   * partitions up once this resolves.
+   * tasks stop taking records now and close; the consumer gives the partitions up once this
+   * resolves. What they processed is committed first (at-least-once, exactly-once v1), or, with
+   * the instance's transaction, what the cycles before took of it stays and the rest is dropped
+   * (revokeUnderInstanceTransaction).
    *
    * `lost`: the member was already out of the group (its session expired: a broker outage, a
    * frozen process). Nothing can be committed; what the tasks processed since their last commit
@@ -315,44 +317,52 @@ export class TaskManager implements ConsumerHandlers {
       return;
     }
     for (const task of revoked) this.forget(task);
-    // Exactly-once v2: the revoked tasks' last work goes out in ONE transaction before any of
-    // them closes. Each close asks for it too, but the control queue runs closes
-    // maxConcurrentControlOps at a time, and a task not yet closing is in no cycle (it left the
-    // assignment): 500 revoked tasks took 8 cycles one after the other. librdkafka holds back
-    // the fetches of every partition, the staying ones too, until the consumer gives the revoked
-    // ones up (rd_kafka_assignment_pause "incremental rebalance"), so the staying tasks waited
-    // for all of them (bench:scale).
-    // A request also waits for the cycle under way, which may carry an earlier cut of a revoked
-    // task: its offsets must be in the transaction log before the partition goes (the next owner
-    // reads them with require_stable), or be fenced with it.
-    if (this.committer !== null && !this.failed && revoked.length > 0) {
-      await this.requestInstanceCommit(revoked.filter((task) => task.state === 'RUNNING' && task.hasUncommitted()));
+    if (this.committer !== null) {
+      await this.revokeUnderInstanceTransaction(revoked, this.committer);
+      return;
     }
-    // With the instance's transaction a revoked task's close commits nothing: the partition may
-    // be gone by then, and a later cycle would commit it under this member's current generation,
-    // which KIP-447 does not fence. What the commit above could not commit is dropped; the next
-    // owner processes it again from the committed offsets.
-    const commitOnClose = this.committer === null;
-    const closed = Promise.all(revoked.map((task) => new Promise<void>((resolve) => {
-      // The reason as of the revocation: a stop that begins while the close waits in the queue
-      // does not make it a shutdown for the task's store subscribers.
-      const reason = this.closeReason(task);
+    // At-least-once and exactly-once v1: each close commits its task's offsets (v1: its own
+    // transaction), which must happen while the partitions are still ours.
+    await Promise.all(revoked.map((task) => this.enqueueClose(task, true)));
+  }
+
+  /**
+   * Exactly-once v2: the partitions go as soon as no offsets of theirs can still join a
+   * transaction. What a revoked task processed since its last cut is dropped here (the next
+   * owner processes it again from the committed offsets: a commit interval's worth at most), and
+   * a revoked task is never cut again (StreamTask.cut): a cut taken after the partition went would
+   * be committed under this member's current generation, which KIP-447 does not fence. A cut
+   * already in the cycle under way stays in it; once that cycle has sent its offsets, they are
+   * the transaction's, and the next owner's read of the committed offsets (require_stable) waits
+   * for that transaction to end, its restore for its markers (TaskOpener.settledEnd). So the
+   * revoke callback — while which librdkafka holds back the fetches of every partition, the
+   * staying ones too (rd_kafka_assignment_pause "incremental rebalance") — waits at most for the
+   * rest of one cycle's produce and its offsets, not for a whole commit and another cycle.
+   * The tasks close after that cycle has ended (its store writes included), in the control queue
+   * (a task assigned again meanwhile opens after its close: one task's operations run in order).
+   */
+  private async revokeUnderInstanceTransaction(revoked: readonly StreamTask[], committer: InstanceCommitter): Promise<void> {
+    for (const task of revoked) if (task.state === 'RUNNING') task.dropUncommitted();
+    const cycleEnded = committer.cycleEnded();
+    for (const task of revoked) void this.enqueueClose(task, false, cycleEnded);
+    await committer.offsetsSettled();
+  }
+
+  /** Queues a task's close (closeTask); resolves when it has run, whatever its outcome. `after`: what the close waits for first. */
+  private enqueueClose(task: StreamTask, commit: boolean, after?: Promise<void>): Promise<void> {
+    // The reason as of now: a stop that begins while the close waits in the queue does not make
+    // it a shutdown for the task's store subscribers.
+    const reason = this.closeReason(task);
+    return new Promise<void>((resolve) => {
       this.control.enqueue({ key: `close:${task.id}`, group: task.id, run: async () => {
         try {
-          await this.closeTask(task, commitOnClose, reason);
+          await after;
+          await this.closeTask(task, commit, reason);
         } finally {
           resolve();
         }
       } });
-    })));
-    // With the instance's transaction their work is committed now, and they take no more records
-    // (forget): the partitions can go while the tasks close — as Kafka Streams suspends and
-    // commits revoked tasks in the callback and closes them after it. Closing 500 tasks' stores
-    // inside the callback held every staying partition's fetches back 2.3 s (bench:scale). A task
-    // assigned again meanwhile opens after its close (the control queue runs one task's
-    // operations in order). Without it (at-least-once), each close commits the task's offsets,
-    // which must happen while the partitions are still ours.
-    if (this.committer === null) await closed;
+    });
   }
 
   onCrash(error: unknown): void {
@@ -369,8 +379,7 @@ export class TaskManager implements ConsumerHandlers {
     for (const [id, task] of [...this.tasks]) {
       if (wanted.has(id)) continue;
       this.forget(task);
-      const reason = this.closeReason(task);
-      this.control.enqueue({ key: `close:${id}`, group: id, run: () => this.closeTask(task, true, reason) });
+      void this.enqueueClose(task, true);
     }
     const consumer = this.deps.ports.consumer;
     for (const [id, { plan, partition }] of wanted) {
@@ -569,10 +578,10 @@ export class TaskManager implements ConsumerHandlers {
   }
 
   /** Exactly-once v2: one cycle of the instance's transaction (coalesced with one in flight); processing goes on meanwhile. */
-  private requestInstanceCommit(extra: readonly StreamTask[] = []): Promise<void> {
+  private requestInstanceCommit(): Promise<void> {
     const committer = this.committer;
     if (committer === null) return Promise.resolve();
-    return committer.request(extra).finally(() => {
+    return committer.request().finally(() => {
       if (this.overBudgetAt !== null && this.deps.engine.uncommittedBytes() < this.overBudgetAt) this.overBudgetAt = null;
       this.scheduleLoop();
     });
@@ -646,8 +655,10 @@ export class TaskManager implements ConsumerHandlers {
   private async closeTask(task: StreamTask, commit: boolean, reason: IqgateError): Promise<void> {
     if (task.state === 'CLOSED') return;
     if (this.committer !== null) {
-      // Its last work goes out in the instance's transaction, with whatever the others did.
-      if (commit && !this.failed && task.state === 'RUNNING' && task.hasUncommitted()) await this.requestInstanceCommit([task]);
+      // With the instance's transaction a close commits nothing: a task leaves the assignment
+      // revoked, and a revoked task is never cut (onRevoked); its last work went out with the
+      // cycles before, and what came after is dropped. A graceful stop commits before it closes
+      // (commitAll).
       await this.opener.close(task, false, reason);
       this.openedIn.delete(task);
       return;

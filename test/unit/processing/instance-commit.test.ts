@@ -24,7 +24,13 @@ async function startTwoPartitions(): Promise<Harness & { producer: FakeStreamPro
 
 /** The committed counts of `key` on the output topic, in order (one key lands in one partition). */
 function outputCounts(h: Harness, key: string): number[] {
-  return [0, 1].flatMap((partition) => h.broker.readCommitted('out', partition, 0).records)
+  return outputCountsIn(h, 2, key);
+}
+
+/** The committed counts of `key` on the output topic of `partitions` partitions, in order. */
+function outputCountsIn(h: Harness, partitions: number, key: string): number[] {
+  return Array.from({ length: partitions }, (_v, partition) => h.broker.readCommitted('out', partition, 0).records)
+    .flat()
     .filter((r) => r.key?.toString() === key)
     .map((r) => serdes.int32.deserialize(r.value as Buffer));
 }
@@ -196,7 +202,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
     expect(outputCounts(h, 'a')).toEqual([1]);
   });
 
-  it('commits the last work of all revoked tasks in one transaction, however many close at once, before the partitions are given up', async () => {
+  it('gives revoked partitions up at once when no cycle is under way: their uncommitted work is dropped, never committed', async () => {
     const partitions = [0, 1, 2, 3, 4, 5];
     const h = await harnesses.start({
       topology: countTopology(), partitions: 6, broker: brokerWithTopics(['in', 'out'], 6), eosV2: true,
@@ -209,52 +215,55 @@ describe('exactly-once v2: one transaction for the instance', () => {
     await h.pump();
     h.broker.calls.length = 0;
     await h.manager.onRevoked([1, 2, 3, 4, 5].map((partition) => ({ topic: 'in', partition })), false);
-    // Closing two at a time used to ask for one cycle per pair: three transactions.
-    expect(h.broker.calls.filter((c) => c === 'commit')).toEqual(['commit']);
-    for (const partition of [1, 2, 3, 4, 5]) expect(h.broker.groupOffsets.get(`app:in:${partition}`)).toBe(1);
+    // librdkafka holds every partition's fetches, the staying ones too, until onRevoked settles:
+    // no transaction is waited for when none carries offsets of the revoked partitions.
+    expect(h.broker.calls).toEqual([]);
     expect(h.manager.localTasks().map((t) => t.partition)).toEqual([0]);
+    await h.manager.control.idle();
+    await h.commitAll();
+    // The next owner processes k1..k5 again from the committed offsets (none): nothing of them
+    // may be committed here, ever.
+    expect(h.broker.groupOffsets.get('app:in:0')).toBe(1);
+    for (const partition of [1, 2, 3, 4, 5]) expect(h.broker.groupOffsets.get(`app:in:${partition}`)).toBeUndefined();
+    for (const partition of [1, 2, 3, 4, 5]) expect(outputCountsIn(h, 6, `k${partition}`)).toEqual([]);
+    expect(outputCountsIn(h, 6, 'k0')).toEqual([1]);
   });
 
-  it('gives revoked partitions up once their work is committed, without waiting for the tasks to close', async () => {
-    // librdkafka holds every partition's fetches, the staying ones too, until onRevoked settles
-    // (bench:scale: closing 500 tasks' stores inside it held them 2.3 s).
+  it('waits for the cycle under way to send its offsets, not for its commit; its cut stays in it, later work of the revoked task is dropped, and the task closes after the cycle', async () => {
     const h = await startTwoPartitions();
     send(h.broker, 'in', 1, 'b', 'y0');
     await h.pump();
-    let releaseClose!: () => void;
-    const closeHeld = new Promise<void>((resolve) => { releaseClose = resolve; });
-    // Task 0_1's operations run in order: its close waits behind this one.
-    h.manager.control.enqueue({ key: 'test:hold-0_1', group: '0_1', run: () => closeHeld });
-    const settled = await Promise.race([
-      h.manager.onRevoked([{ topic: 'in', partition: 1 }], false).then(() => 'settled'),
-      new Promise((resolve) => setTimeout(() => resolve('still waiting'), 2_000)),
-    ]);
-    expect(settled).toBe('settled');
-    expect(h.broker.groupOffsets.get('app:in:1'), 'its work is committed before the partition goes').toBe(1);
-    expect(h.manager.localTasks().map((t) => t.partition)).toEqual([0]);
-    releaseClose();
-    await h.manager.control.idle();
-  });
-
-  it('never commits a revoked task\'s work after onRevoked settled, even when the commit in onRevoked could not run', async () => {
-    const h = await startTwoPartitions();
-    await commitOneThenProcessAnother(h);
-    // A failed commit whose abort is confirmed: the tasks rewind and go on, and the next cycle
-    // must initialise the producer again first.
-    h.failures.commitFailures = 1;
-    await h.commitAll();
+    let releaseOffsets!: () => void;
+    h.producer.holdOffsets = new Promise((resolve) => { releaseOffsets = resolve; });
+    let releaseCommit!: () => void;
+    h.producer.hold = new Promise((resolve) => { releaseCommit = resolve; });
+    const inFlight = h.commitAll();
+    await waitFor(() => h.steps.includes('0_1:after-send'));
+    // After the cut: y1 goes into the revoked task's next transaction, which never comes.
+    send(h.broker, 'in', 1, 'b', 'y1');
+    send(h.broker, 'in', 0, 'a', 'x0');
     await h.pump();
-    expect(h.manager.localTasks().every((t) => t.hasUncommitted())).toBe(true);
-    // The commit onRevoked asks for cannot initialise the producer: the revoked task keeps its
-    // uncommitted work when the partition goes.
-    h.failures.initFailures = 1;
-    await h.manager.onRevoked([{ topic: 'in', partition: 1 }], false);
-    // The partition is someone else's now: whatever this instance commits later must not carry it.
+    const task = h.manager.localTasks().find((t) => t.partition === 1);
+    let settled = false;
+    const revoked = h.manager.onRevoked([{ topic: 'in', partition: 1 }], false).then(() => { settled = true; });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(settled, 'the cut\'s offsets are not the transaction\'s yet').toBe(false);
+    releaseOffsets();
+    await revoked;
+    expect(h.steps).toContain('0_1:after-send-offsets');
+    expect(h.steps).not.toContain('0_1:after-kafka-commit');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(task?.state, 'closed only after the cycle, whose store write it still needs').toBe('RUNNING');
+    h.producer.hold = null;
+    releaseCommit();
+    await inFlight;
     await h.manager.control.idle();
+    expect(task?.state).toBe('CLOSED');
+    await h.pump();
     await h.commitAll();
     expect(h.broker.groupOffsets.get('app:in:1')).toBe(1);
     expect(outputCounts(h, 'b')).toEqual([1]);
-    expect(outputCounts(h, 'a')).toEqual([1, 2]);
+    expect(outputCounts(h, 'a')).toEqual([1]);
   });
 
   it('rolls back and re-opens every task of a transaction with an unknown outcome, and re-processes exactly once', async () => {
