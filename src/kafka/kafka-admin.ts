@@ -16,7 +16,7 @@ import { detachedCluster, type DetachedCluster } from './kafkajs-cluster.js';
 export class KafkaAdmin implements AdminPort {
   private readonly admin: Admin;
   private connecting: Promise<void> | null = null;
-  private uncommitted: { readonly detached: DetachedCluster; connected: Promise<void> | null } | null = null;
+  private uncommitted: { readonly detached: DetachedCluster; connected: Promise<void> | null; chain: Promise<unknown> } | null = null;
 
   constructor(private readonly kafka: Kafka) {
     this.admin = kafka.admin({ retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 } });
@@ -164,24 +164,37 @@ export class KafkaAdmin implements AdminPort {
     return this.topicOffsets(topic, 'high');
   }
 
-  async highWatermarks(topic: string): Promise<Map<number, number>> {
-    this.uncommitted ??= { detached: detachedCluster(this.kafka, 'iqgate-admin-hw', { readUncommitted: true }), connected: null };
+  /**
+   * One call at a time: concurrent calls for different topics would replace each other's
+   * targeted metadata on the cluster (kafkajs-patches), and a topic with no partition metadata
+   * would come back empty. An empty answer is an error, never "no high watermark".
+   */
+  highWatermarks(topic: string): Promise<Map<number, number>> {
+    this.uncommitted ??= { detached: detachedCluster(this.kafka, 'iqgate-admin-hw', { readUncommitted: true }), connected: null, chain: Promise.resolve() };
     const state = this.uncommitted;
-    const { cluster } = state.detached;
-    try {
-      state.connected ??= cluster.connect().catch((error: unknown) => {
-        state.connected = null;
-        throw error;
-      });
-      await state.connected;
-      await cluster.addTargetTopic(topic);
-      await cluster.refreshMetadataIfNecessary();
-      const partitions = cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
-      const [answer] = await cluster.fetchTopicsOffset([{ topic, fromBeginning: false, partitions }]);
-      return new Map((answer?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-    } catch (error) {
-      throw toIqgateError(error, `fetch high watermarks of ${topic}`);
-    }
+    const run = async (): Promise<Map<number, number>> => {
+      const { cluster } = state.detached;
+      try {
+        state.connected ??= cluster.connect().catch((error: unknown) => {
+          state.connected = null;
+          throw error;
+        });
+        await state.connected;
+        await cluster.addTargetTopic(topic);
+        await cluster.refreshMetadataIfNecessary();
+        const partitions = cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
+        if (partitions.length === 0) throw new IqgateError('TOPIC_NOT_FOUND', `no partition metadata for ${topic}`, { retriable: true, details: { missing: [topic] } });
+        const [answer] = await cluster.fetchTopicsOffset([{ topic, fromBeginning: false, partitions }]);
+        const result = new Map((answer?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+        if (result.size !== partitions.length) throw new IqgateError('KAFKA_ERROR', `high watermarks of ${topic}: ${result.size} of ${partitions.length} partitions answered`, { retriable: true });
+        return result;
+      } catch (error) {
+        throw toIqgateError(error, `fetch high watermarks of ${topic}`);
+      }
+    };
+    const result = state.chain.then(run, run);
+    state.chain = result.catch(() => undefined);
+    return result;
   }
 
   private async topicOffsets(topic: string, end: 'low' | 'high'): Promise<Map<number, number>> {

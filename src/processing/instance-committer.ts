@@ -66,6 +66,31 @@ const SLICE_MS = 5;
 /** Records handed to the producer in one call. */
 const PRODUCE_CHUNK = 500;
 
+/** The cycle under way, as revocations see it (offsetsSettled, cycleEnded). */
+class CycleInFlight {
+  /** The tasks it has cut so far. */
+  readonly cut = new Set<StreamTask>();
+  readonly ended: Promise<void>;
+  readonly offsetsSent: Promise<void>;
+  private resolveEnded!: () => void;
+  private resolveOffsets!: () => void;
+
+  constructor() {
+    this.ended = new Promise((resolve) => { this.resolveEnded = resolve; });
+    this.offsetsSent = new Promise((resolve) => { this.resolveOffsets = resolve; });
+  }
+
+  /** Its offsets are the transaction's (acknowledged), or will never be sent (it failed first). */
+  offsetsDone(): void {
+    this.resolveOffsets();
+  }
+
+  end(): void {
+    this.resolveOffsets();
+    this.resolveEnded();
+  }
+}
+
 function yieldToIo(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
@@ -82,8 +107,8 @@ export class InstanceCommitter {
   private initializing: Promise<void> | null = null;
   /** When the last cycle started (for the commit interval). */
   lastCycleAt = 0;
-  /** The cycle under way: `ended` when it is over, `offsetsSent` once it can add no more input offsets to its transaction. */
-  private current: { readonly ended: Promise<void>; readonly offsetsSent: Promise<void>; sendOffsetsDone(): void } | null = null;
+  /** The cycle under way: the tasks it has cut, `ended` when it is over, `offsetsSent` once it can add no more input offsets to its transaction. */
+  private current: CycleInFlight | null = null;
 
   constructor(private readonly deps: InstanceCommitterDeps) {}
 
@@ -92,13 +117,14 @@ export class InstanceCommitter {
   }
 
   /**
-   * Resolves once no task cut so far can have its input offsets added to a transaction any more:
-   * at once when no cycle runs, otherwise when the cycle under way has sent its offsets (the
-   * broker acknowledged them as the transaction's) or ended without. Tasks revoked before the
-   * call are never cut again (StreamTask.cut), so later cycles carry none of their offsets.
+   * Resolves once no offsets of `tasks` can be added to a transaction any more: at once when the
+   * cycle under way has cut none of them (or none runs), otherwise when it has sent its offsets
+   * (the broker acknowledged them as the transaction's) or ended without. For revoked tasks:
+   * they are never cut again (StreamTask.cut), so later cycles carry none of their offsets.
    */
-  offsetsSettled(): Promise<void> {
-    return this.current?.offsetsSent ?? Promise.resolve();
+  offsetsSettled(tasks: readonly StreamTask[]): Promise<void> {
+    const current = this.current;
+    return current !== null && tasks.some((task) => current.cut.has(task)) ? current.offsetsSent : Promise.resolve();
   }
 
   /** Resolves once the cycle under way, if any, has ended (its store writes included). */
@@ -142,12 +168,10 @@ export class InstanceCommitter {
       while (this.waiting.length > 0) {
         const served = this.waiting;
         this.waiting = [];
-        let sendOffsetsDone = (): void => {};
-        const offsetsSent = new Promise<void>((resolve) => { sendOffsetsDone = resolve; });
-        const ended = this.cycle();
-        this.current = { ended: ended.then(() => undefined, () => undefined), offsetsSent, sendOffsetsDone };
+        const current = new CycleInFlight();
+        this.current = current;
         try {
-          await ended;
+          await this.cycle(current);
         } catch (error) {
           // cycle() hands failures to onFailed; anything here is a bug in a callback — unless the
           // instance was abandoned (a stop that timed out closes stores and clients under the
@@ -155,8 +179,8 @@ export class InstanceCommitter {
           if (this.deps.abandoned?.() === true) this.deps.logger.info({ err: error }, 'commit cycle ended by the abandoned stop');
           else this.deps.logger.warn({ err: error }, 'commit cycle failed unexpectedly');
         }
-        this.current.sendOffsetsDone();
         this.current = null;
+        current.end();
         for (const waiter of served) waiter.resolve();
       }
     } finally {
@@ -181,7 +205,7 @@ export class InstanceCommitter {
     return this.sliceEnd();
   }
 
-  private async cycle(): Promise<void> {
+  private async cycle(current: CycleInFlight): Promise<void> {
     const { producer, clock } = this.deps;
     const dirty = [...this.deps.tasks()].filter((task) => task.state === 'RUNNING' && task.hasUncommitted());
     if (dirty.length === 0) return;
@@ -215,6 +239,7 @@ export class InstanceCommitter {
         const cut = task.cut();
         if (cut === null) continue;
         cuts.push(cut);
+        current.cut.add(task);
         stepOf('after-flush', cut);
         for (let from = 0; from < cut.output.length; from += PRODUCE_CHUNK) {
           producer.produce(cut.output.length <= PRODUCE_CHUNK ? cut.output : cut.output.slice(from, from + PRODUCE_CHUNK));
@@ -226,14 +251,14 @@ export class InstanceCommitter {
       if (cuts.length === 0) return;
       sent = clock();
       await producer.sendOffsets(offsets);
-      this.current?.sendOffsetsDone();
+      current.offsetsDone();
       step('after-send-offsets');
       offsetsAdded = clock();
       await producer.commit();
     } catch (error) {
       // Nothing more of this transaction's offsets goes out: what was added, the abort below or
       // the coordinator's timeout ends (the next owner's require_stable read waits for that).
-      this.current?.sendOffsetsDone();
+      current.offsetsDone();
       for (const cut of cuts) cut.store.abandon();
       const tasks = cuts.map((cut) => cut.task);
       // A transaction the broker confirms aborted (typically offsets refused during a rebalance:
@@ -254,6 +279,10 @@ export class InstanceCommitter {
       }
       this.needsInit = true;
       this.deps.logger.warn({ err: error, tasks: tasks.length }, 'commit failed with an unknown outcome: its tasks are rolled back and re-opened');
+      // At once, not at the next cycle or task opening: InitProducerId settles the transaction,
+      // and the next owner of a partition this instance gave up while it was in flight waits for
+      // that (require_stable) — until the transaction times out, if nothing here initialises.
+      this.ready().catch(() => undefined);
       await this.deps.onFailed(tasks, error);
       return;
     }

@@ -136,6 +136,8 @@ export class TaskManager implements ConsumerHandlers {
   /** Counts assignments; a task remembers the one it was opened under. */
   private generation = 0;
   private readonly openedIn = new Map<StreamTask, number>();
+  /** Lost tasks (onRevoked with `lost`): what their next opening waits for first. */
+  private readonly reopenAfter = new WeakMap<StreamTask, Promise<void>>();
   /**
    * KIP-892 back-pressure: set when the store engine reports the process-wide uncommitted bytes
    * past statestore.uncommitted.max.bytes. Processing stops (within the record that crossed it)
@@ -313,6 +315,11 @@ export class TaskManager implements ConsumerHandlers {
         task.revoke(); // takes no records and is not re-opened until assigned again
         this.backpressured.delete(task);
         void discardProducer(task.rollBackAndSuspend());
+        // The cycle under way may carry a cut of the task whose offsets it has not sent yet; it
+        // sends them under the generation it finds then, which may be the one the task comes
+        // back under. Opened before that cycle ended, the task would read the offsets from before
+        // the cut and process its records again.
+        if (this.committer !== null) this.reopenAfter.set(task, this.committer.cycleEnded());
       }
       return;
     }
@@ -345,7 +352,7 @@ export class TaskManager implements ConsumerHandlers {
     for (const task of revoked) if (task.state === 'RUNNING') task.dropUncommitted();
     const cycleEnded = committer.cycleEnded();
     for (const task of revoked) void this.enqueueClose(task, false, cycleEnded);
-    await committer.offsetsSettled();
+    await committer.offsetsSettled(revoked);
   }
 
   /** Queues a task's close (closeTask); resolves when it has run, whatever its outcome. `after`: what the close waits for first. */
@@ -634,6 +641,11 @@ export class TaskManager implements ConsumerHandlers {
   }
 
   private async openTask(task: StreamTask): Promise<void> {
+    const after = this.reopenAfter.get(task);
+    if (after !== undefined) {
+      this.reopenAfter.delete(task);
+      await after;
+    }
     if (task.revoked || this.stopping || task.state === 'RUNNING' || task.state === 'RESTORING' || task.state === 'CLOSED') return;
     const plan = this.planOfTopic.get(task.sourcePartitions[0]?.topic ?? '');
     if (plan === undefined) throw new TypeError(`no plan for task ${task.id}`);

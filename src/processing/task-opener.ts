@@ -111,7 +111,8 @@ export class TaskOpener {
    * by a transaction's timeout, after which the coordinator aborts it.
    */
   private async settledEnd(taskId: string, topic: string, partition: number, cancelled: () => boolean): Promise<number> {
-    const target = (await this.highs.get(topic)).get(partition) ?? 0;
+    const target = (await this.highs.get(topic)).get(partition);
+    if (target === undefined) throw new IqgateError('KAFKA_ERROR', `no high watermark for ${topic}/${partition}`, { retriable: true });
     const deadline = this.deps.clock() + SETTLE_TIMEOUT_MS;
     for (;;) {
       const end = (await this.ends.get(topic)).get(partition) ?? 0;

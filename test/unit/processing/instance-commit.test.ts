@@ -266,6 +266,91 @@ describe('exactly-once v2: one transaction for the instance', () => {
     expect(outputCounts(h, 'a')).toEqual([1]);
   });
 
+  it('never cuts a revoked task, whatever it still holds', async () => {
+    const h = await startTwoPartitions();
+    send(h.broker, 'in', 1, 'b', 'y0');
+    await h.pump();
+    const task = h.manager.localTasks().find((t) => t.partition === 1)!;
+    expect(task.hasUncommitted()).toBe(true);
+    // A cycle computes the tasks it cuts when it starts and cuts them one slice at a time: one
+    // revoked in between must not be cut (its offsets would go out under the current generation).
+    task.revoke();
+    expect(task.cut()).toBeNull();
+  });
+
+  it('drops a revoked task\'s uncommitted work at the revocation: its uncommitted view shows the committed state while it waits to close', async () => {
+    const h = await startTwoPartitions();
+    send(h.broker, 'in', 1, 'b', 'y0');
+    await h.pump();
+    await h.commitAll();
+    send(h.broker, 'in', 1, 'b', 'y1');
+    await h.pump();
+    const task = h.manager.localTasks().find((t) => t.partition === 1)!;
+    const uncommitted = async (): Promise<number | null> => {
+      const value = await task.stores!.store('counts').view({ readCommitted: false }).get(Buffer.from('b'));
+      return value === null || value === undefined ? null : serdes.int32.deserialize(value);
+    };
+    expect(await uncommitted()).toBe(2);
+    let releaseClose!: () => void;
+    // Task 0_1's operations run in order: its close waits behind this one.
+    h.manager.control.enqueue({ key: 'test:hold-0_1', group: '0_1', run: () => new Promise<void>((resolve) => { releaseClose = resolve; }) });
+    await h.manager.onRevoked([{ topic: 'in', partition: 1 }], false);
+    expect(task.state).toBe('RUNNING');
+    expect(await uncommitted()).toBe(1);
+    releaseClose();
+    await h.manager.control.idle();
+    expect(task.state).toBe('CLOSED');
+  });
+
+  it('commits nothing of a revoked task whose transaction aborts after the partition was given up; the staying task rewinds and commits once', async () => {
+    const h = await startTwoPartitions();
+    send(h.broker, 'in', 0, 'a', 'x0');
+    send(h.broker, 'in', 1, 'b', 'y0');
+    await h.pump();
+    let releaseCommit!: () => void;
+    h.producer.hold = new Promise((resolve) => { releaseCommit = resolve; });
+    h.failures.commitFailures = 1;
+    const inFlight = h.commitAll();
+    await waitFor(() => h.steps.includes('0_1:after-send-offsets'));
+    await h.manager.onRevoked([{ topic: 'in', partition: 1 }], false);
+    h.producer.hold = null;
+    releaseCommit();
+    await inFlight;
+    await h.manager.control.idle();
+    await h.pump();
+    await h.commitAll();
+    expect(h.broker.groupOffsets.get('app:in:1')).toBeUndefined();
+    expect(outputCounts(h, 'b')).toEqual([]);
+    expect(h.broker.groupOffsets.get('app:in:0')).toBe(1);
+    expect(outputCounts(h, 'a')).toEqual([1]);
+  });
+
+  it('re-opens a task lost while the cycle under way held its cut only after that cycle: it starts from the offsets the cycle committed', async () => {
+    const h = await startTwoPartitions();
+    send(h.broker, 'in', 1, 'b', 'y0');
+    await h.pump();
+    let releaseOffsets!: () => void;
+    h.producer.holdOffsets = new Promise((resolve) => { releaseOffsets = resolve; });
+    const inFlight = h.commitAll();
+    await waitFor(() => h.steps.includes('0_1:after-send'));
+    // Lost (the session expired), then assigned again while the cut's offsets are still unsent:
+    // they go out under the generation the task comes back under.
+    await h.manager.onRevoked([{ topic: 'in', partition: 1 }], true);
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'in', partition: 1 }]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const task = h.manager.localTasks().find((t) => t.partition === 1)!;
+    expect(task.state, 'not re-opened while the cycle holds its cut').not.toBe('RUNNING');
+    h.producer.holdOffsets = null;
+    releaseOffsets();
+    await inFlight;
+    await waitFor(() => task.state === 'RUNNING');
+    await h.pump();
+    await h.commitAll();
+    expect(h.broker.groupOffsets.get('app:in:1')).toBe(1);
+    expect(outputCounts(h, 'b')).toEqual([1]);
+    expect(await h.counts('counts', 1)).toEqual(new Map([['b', 1]]));
+  });
+
   it('rolls back and re-opens every task of a transaction with an unknown outcome, and re-processes exactly once', async () => {
     const h = await startTwoPartitions();
     h.failures.abortUnknown = true;
