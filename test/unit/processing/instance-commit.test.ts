@@ -35,6 +35,16 @@ function outputCountsIn(h: Harness, partitions: number, key: string): number[] {
     .map((r) => serdes.int32.deserialize(r.value as Buffer));
 }
 
+/** Holds the instance producer's commit() (`hold`) or sendOffsets() (`holdOffsets`) until the returned function is called. */
+function held(h: Harness & { producer: FakeStreamProducer }, step: 'hold' | 'holdOffsets'): () => void {
+  let release!: () => void;
+  h.producer[step] = new Promise((resolve) => { release = resolve; });
+  return () => {
+    h.producer[step] = null;
+    release();
+  };
+}
+
 /** a → 1 and b → 1 committed; a → 2 and b → 2 processed, not committed. */
 async function commitOneThenProcessAnother(h: Harness): Promise<void> {
   send(h.broker, 'in', 0, 'a', 'x0');
@@ -57,8 +67,7 @@ async function failingCommitHeldWhileX3IsProcessed(h: Harness & { producer: Fake
   send(h.broker, 'in', 0, 'a', 'x1');
   send(h.broker, 'in', 0, 'a', 'x2');
   await h.pump();
-  let release!: () => void;
-  h.producer.hold = new Promise((resolve) => { release = resolve; });
+  const release = held(h, 'hold');
   h.failures.commitFailures = 1;
   const inFlight = h.commitAll();
   await waitFor(() => h.steps.includes('0_0:after-send-offsets'));
@@ -67,7 +76,6 @@ async function failingCommitHeldWhileX3IsProcessed(h: Harness & { producer: Fake
   await h.pump();
   return {
     finish: async () => {
-      h.producer.hold = null;
       release();
       await inFlight;
     },
@@ -100,8 +108,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
     const h = await startTwoPartitions();
     send(h.broker, 'in', 0, 'a', 'x0');
     await h.pump();
-    let release!: () => void;
-    h.producer.hold = new Promise((resolve) => { release = resolve; });
+    const release = held(h, 'hold');
     const first = h.commitAll();
     await waitFor(() => h.steps.includes('0_0:after-send-offsets'));
 
@@ -113,7 +120,6 @@ describe('exactly-once v2: one transaction for the instance', () => {
     expect(await h.counts('counts', 0, true)).toEqual(new Map()); // nothing committed yet
     expect(outputCounts(h, 'a')).toEqual([]);
 
-    h.producer.hold = null;
     release();
     await first;
     expect(await h.counts('counts', 0, true)).toEqual(new Map([['a', 1]])); // exactly the cut
@@ -233,10 +239,8 @@ describe('exactly-once v2: one transaction for the instance', () => {
     const h = await startTwoPartitions();
     send(h.broker, 'in', 1, 'b', 'y0');
     await h.pump();
-    let releaseOffsets!: () => void;
-    h.producer.holdOffsets = new Promise((resolve) => { releaseOffsets = resolve; });
-    let releaseCommit!: () => void;
-    h.producer.hold = new Promise((resolve) => { releaseCommit = resolve; });
+    const releaseOffsets = held(h, 'holdOffsets');
+    const releaseCommit = held(h, 'hold');
     const inFlight = h.commitAll();
     await waitFor(() => h.steps.includes('0_1:after-send'));
     // After the cut: y1 goes into the revoked task's next transaction, which never comes.
@@ -254,7 +258,6 @@ describe('exactly-once v2: one transaction for the instance', () => {
     expect(h.steps).not.toContain('0_1:after-kafka-commit');
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(task?.state, 'closed only after the cycle, whose store write it still needs').toBe('RUNNING');
-    h.producer.hold = null;
     releaseCommit();
     await inFlight;
     await h.manager.control.idle();
@@ -307,13 +310,11 @@ describe('exactly-once v2: one transaction for the instance', () => {
     send(h.broker, 'in', 0, 'a', 'x0');
     send(h.broker, 'in', 1, 'b', 'y0');
     await h.pump();
-    let releaseCommit!: () => void;
-    h.producer.hold = new Promise((resolve) => { releaseCommit = resolve; });
+    const releaseCommit = held(h, 'hold');
     h.failures.commitFailures = 1;
     const inFlight = h.commitAll();
     await waitFor(() => h.steps.includes('0_1:after-send-offsets'));
     await h.manager.onRevoked([{ topic: 'in', partition: 1 }], false);
-    h.producer.hold = null;
     releaseCommit();
     await inFlight;
     await h.manager.control.idle();
@@ -329,8 +330,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
     const h = await startTwoPartitions();
     send(h.broker, 'in', 1, 'b', 'y0');
     await h.pump();
-    let releaseOffsets!: () => void;
-    h.producer.holdOffsets = new Promise((resolve) => { releaseOffsets = resolve; });
+    const releaseOffsets = held(h, 'holdOffsets');
     const inFlight = h.commitAll();
     await waitFor(() => h.steps.includes('0_1:after-send'));
     // Lost (the session expired), then assigned again while the cut's offsets are still unsent:
@@ -340,7 +340,6 @@ describe('exactly-once v2: one transaction for the instance', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     const task = h.manager.localTasks().find((t) => t.partition === 1)!;
     expect(task.state, 'not re-opened while the cycle holds its cut').not.toBe('RUNNING');
-    h.producer.holdOffsets = null;
     releaseOffsets();
     await inFlight;
     await waitFor(() => task.state === 'RUNNING');
