@@ -303,6 +303,9 @@ export class InstanceCommitter {
     const storeCommitted = clock();
     let records = 0;
     for (const cut of cuts) records += cut.records;
+    // Each cycle at debug (bench:scale with SCALE_LOG=debug): where a commit stalls, and how much
+    // a rewind after it will process again, show here first.
+    this.deps.logger.debug({ tasks: cuts.length, records, ms: storeCommitted - started, sendMs: sent - started, offsetsMs: offsetsAdded - sent, kafkaCommitMs: kafkaCommitted - offsetsAdded }, 'commit cycle');
     this.deps.onCommit?.({
       tasks: cuts.length,
       taskIds: cuts.map((cut) => cut.task.id),

@@ -36,6 +36,7 @@ export type CommitStep = (typeof COMMIT_STEPS)[number];
 export interface TaskLogger {
   warn(fields: Record<string, unknown>, message: string): void;
   info(fields: Record<string, unknown>, message: string): void;
+  debug(fields: Record<string, unknown>, message: string): void;
 }
 
 export interface StreamTaskConfig {
