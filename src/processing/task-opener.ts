@@ -101,9 +101,9 @@ export class TaskOpener {
   /**
    * The changelog partition's read_committed end once every transaction that was open on it
    * when this was called has ended. The stable end (LSO) stops at the first record of an open
-   * transaction; the high watermark counts every record written. Once the stable end reaches
-   * the high watermark read here, each transaction with records below it has its markers in the
-   * partition: the previous owner's last transaction — whose offsets the caller has already read
+   * transaction; the high watermark counts every record written. Once a stable end read after
+   * the call reaches the high watermark read after it, each transaction with records below that
+   * watermark has its markers in the partition: the previous owner's last transaction — whose offsets the caller has already read
    * as stable — is then either in the restore (committed) or skipped by it (aborted). The
    * stable offsets alone do not say so: a transaction's markers reach `__consumer_offsets` and
    * the changelog separately (on a cluster, on different brokers), so its offsets can read as
@@ -111,11 +111,15 @@ export class TaskOpener {
    * by a transaction's timeout, after which the coordinator aborts it.
    */
   private async settledEnd(taskId: string, topic: string, partition: number, cancelled: () => boolean): Promise<number> {
-    const target = (await this.highs.get(topic)).get(partition);
+    // Both read at once, both after the offsets: a stable end read before the high watermark and
+    // at least as high shows no transaction was open then, and one read after it shows those
+    // below it have ended; either way the last transaction's outcome is below the end.
+    const [highs, firstEnds] = await Promise.all([this.highs.get(topic), this.ends.get(topic)]);
+    const target = highs.get(partition);
     if (target === undefined) throw new IqgateError('KAFKA_ERROR', `no high watermark for ${topic}/${partition}`, { retriable: true });
     const deadline = this.deps.clock() + SETTLE_TIMEOUT_MS;
-    for (;;) {
-      const end = (await this.ends.get(topic)).get(partition) ?? 0;
+    for (let ends = firstEnds; ; ends = await this.ends.get(topic)) {
+      const end = ends.get(partition) ?? 0;
       if (end >= target) return end;
       if (cancelled()) throw new RestoreCancelled(taskId);
       if (this.deps.clock() >= deadline) {

@@ -59,7 +59,8 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     ensureTopics: (specs) => serial(() => kafkaAdmin.ensureTopics(specs)),
     beginningOffsets: (topic) => serial(() => kafkaAdmin.beginningOffsets(topic)),
     endOffsets: (topic) => serial(() => kafkaAdmin.endOffsets(topic)),
-    highWatermarks: (topic) => serial(() => kafkaAdmin.highWatermarks(topic)),
+    // Its own Cluster, metadata and queue (KafkaAdmin): nothing to share the chain with.
+    highWatermarks: (topic) => kafkaAdmin.highWatermarks(topic),
     close: () => kafkaAdmin.close(),
     async committedOffsets(groupId, topic, partitions) {
       // Before the consumer runs (nothing of this instance can be in a transaction yet), or for
