@@ -13,10 +13,14 @@ import type { AdminPort, TopicSpec } from '../processing/ports.js';
 import { toIqgateError } from './kafka-errors.js';
 import { detachedCluster, type DetachedCluster } from './kafkajs-cluster.js';
 
+/** How long close() waits for a high-watermark call under way before it disconnects under it. */
+const CLOSE_WAIT_MS = 1_000;
+
 export class KafkaAdmin implements AdminPort {
   private readonly admin: Admin;
   private connecting: Promise<void> | null = null;
-  private uncommitted: { readonly detached: DetachedCluster; connected: Promise<void> | null; chain: Promise<unknown> } | null = null;
+  /** The read_uncommitted Cluster, made at the first call; after close() the next call makes a new one (as the admin client reconnects). */
+  private uncommitted: { readonly detached: DetachedCluster; connected: Promise<void> | null; chain: Promise<unknown>; closed: boolean } | null = null;
 
   constructor(private readonly kafka: Kafka) {
     this.admin = kafka.admin({ retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 } });
@@ -170,18 +174,26 @@ export class KafkaAdmin implements AdminPort {
    * would come back empty. An empty answer is an error, never "no high watermark".
    */
   highWatermarks(topic: string): Promise<Map<number, number>> {
-    this.uncommitted ??= { detached: detachedCluster(this.kafka, 'iqgate-admin-hw', { readUncommitted: true }), connected: null, chain: Promise.resolve() };
+    this.uncommitted ??= { detached: detachedCluster(this.kafka, 'iqgate-admin-hw', { readUncommitted: true }), connected: null, chain: Promise.resolve(), closed: false };
     const state = this.uncommitted;
+    // After close(), never a step more: kafkajs would connect the closed cluster again.
+    const open = (): void => {
+      if (state.closed) throw new IqgateError('KAFKA_ERROR', `fetch high watermarks of ${topic}: the admin client closed`, { retriable: true });
+    };
     const run = async (): Promise<Map<number, number>> => {
       const { cluster } = state.detached;
+      open();
       try {
         state.connected ??= cluster.connect().catch((error: unknown) => {
           state.connected = null;
           throw error;
         });
         await state.connected;
+        open();
         await cluster.addTargetTopic(topic);
+        open();
         await cluster.refreshMetadataIfNecessary();
+        open();
         const partitions = cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
         if (partitions.length === 0) throw new IqgateError('TOPIC_NOT_FOUND', `no partition metadata for ${topic}`, { retriable: true, details: { missing: [topic] } });
         const [answer] = await cluster.fetchTopicsOffset([{ topic, fromBeginning: false, partitions }]);
@@ -209,7 +221,15 @@ export class KafkaAdmin implements AdminPort {
   async close(): Promise<void> {
     const uncommitted = this.uncommitted;
     this.uncommitted = null;
-    if (uncommitted?.connected != null) await uncommitted.detached.cluster.disconnect().catch(() => undefined);
+    if (uncommitted !== null) {
+      uncommitted.closed = true;
+      // The call under way first, for a second at most (one waiting out an outage must not hold
+      // the stop; it checks `closed` between its steps), those queued behind it see `closed`;
+      // then the cluster, whatever state its connection is in.
+      const settled = Promise.all([uncommitted.chain, uncommitted.connected?.catch(() => undefined)]);
+      await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
+      await uncommitted.detached.cluster.disconnect().catch(() => undefined);
+    }
     if (this.connecting !== null) await this.admin.disconnect();
     this.connecting = null;
   }

@@ -178,9 +178,11 @@ export class InstanceCommitter {
           // cycle; what it did not finish is aborted or restored, docs/engine.md).
           if (this.deps.abandoned?.() === true) this.deps.logger.info({ err: error }, 'commit cycle ended by the abandoned stop');
           else this.deps.logger.warn({ err: error }, 'commit cycle failed unexpectedly');
+        } finally {
+          // Revocations and re-openings wait for this, whatever happened above.
+          this.current = null;
+          current.end();
         }
-        this.current = null;
-        current.end();
         for (const waiter of served) waiter.resolve();
       }
     } finally {
@@ -282,7 +284,10 @@ export class InstanceCommitter {
       // At once, not at the next cycle or task opening: InitProducerId settles the transaction,
       // and the next owner of a partition this instance gave up while it was in flight waits for
       // that (require_stable) — until the transaction times out, if nothing here initialises.
-      this.ready().catch(() => undefined);
+      this.ready().catch((initError: unknown) => {
+        // The next cycle tries again, once a task has work; until then the transaction times out.
+        this.deps.logger.warn({ err: initError }, 'initialising the instance producer after a commit with an unknown outcome failed; the next cycle tries again');
+      });
       await this.deps.onFailed(tasks, error);
       return;
     }

@@ -315,12 +315,15 @@ export class TaskManager implements ConsumerHandlers {
         task.revoke(); // takes no records and is not re-opened until assigned again
         this.backpressured.delete(task);
         void discardProducer(task.rollBackAndSuspend());
-        // The cycle under way may carry a cut of the task whose offsets it has not sent yet; it
-        // sends them under the generation it finds then, which may be the one the task comes
-        // back under. Opened before that cycle ended, the task would read the offsets from before
-        // the cut and process its records again.
+        // The cycle under way may carry a cut of the task whose offsets it has not sent yet. Opened
+        // here again before that cycle ended, the task would read the offsets from before the cut
+        // and process its records again.
         if (this.committer !== null) this.reopenAfter.set(task, this.committer.cycleEnded());
       }
+      // And those offsets must go out before the member rejoins (librdkafka does once this
+      // settles): sent under the generation it rejoins with, KIP-447 would accept them for a
+      // partition another member may have read its offsets of already.
+      if (this.committer !== null) await this.committer.offsetsSettled(revoked);
       return;
     }
     for (const task of revoked) this.forget(task);
@@ -386,7 +389,8 @@ export class TaskManager implements ConsumerHandlers {
     for (const [id, task] of [...this.tasks]) {
       if (wanted.has(id)) continue;
       this.forget(task);
-      void this.enqueueClose(task, true);
+      // After the cycle under way (a lost task's cut may be in it): its store write needs the stores.
+      void this.enqueueClose(task, true, this.committer?.cycleEnded());
     }
     const consumer = this.deps.ports.consumer;
     for (const [id, { plan, partition }] of wanted) {

@@ -147,6 +147,9 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
   async init(): Promise<void> {
     if (this.closed) throw new TypeError('the stream producer is closed');
     await this.dispose();
+    // close() may have run meanwhile (an InitProducerId started at once after a failed commit,
+    // and a stop): it found no client to dispose of, so none may be made now.
+    if (this.closed) throw new TypeError('the stream producer is closed');
     const producer = new this.rd.Producer({
       'bootstrap.servers': this.options.brokers.join(','),
       'client.id': this.options.clientId,
@@ -166,6 +169,10 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     // allTopics false: only the brokers' metadata at connect, not every topic's (see the consumer's run()).
     await call((cb) => producer.connect({ timeout: this.timeout, allTopics: false }, (err) => cb(err)), context);
     await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.timeout, this.options.log);
+    if (this.closed) {
+      await this.dispose();
+      throw new TypeError('the stream producer is closed');
+    }
     this.begin();
   }
 
