@@ -45,6 +45,17 @@ function held(h: Harness & { producer: FakeStreamProducer }, step: 'hold' | 'hol
   };
 }
 
+/** y0 (partition 1) processed and cut into a cycle that is held before its offsets go out, and again at its commit. */
+async function y0CutAndHeld(h: Harness & { producer: FakeStreamProducer }): Promise<{ releaseOffsets: () => void; releaseCommit: () => void; inFlight: Promise<void> }> {
+  send(h.broker, 'in', 1, 'b', 'y0');
+  await h.pump();
+  const releaseOffsets = held(h, 'holdOffsets');
+  const releaseCommit = held(h, 'hold');
+  const inFlight = h.commitAll();
+  await waitFor(() => h.steps.includes('0_1:after-send'));
+  return { releaseOffsets, releaseCommit, inFlight };
+}
+
 /** a → 1 and b → 1 committed; a → 2 and b → 2 processed, not committed. */
 async function commitOneThenProcessAnother(h: Harness): Promise<void> {
   send(h.broker, 'in', 0, 'a', 'x0');
@@ -237,12 +248,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
 
   it('waits for the cycle under way to send its offsets, not for its commit; its cut stays in it, later work of the revoked task is dropped, and the task closes after the cycle', async () => {
     const h = await startTwoPartitions();
-    send(h.broker, 'in', 1, 'b', 'y0');
-    await h.pump();
-    const releaseOffsets = held(h, 'holdOffsets');
-    const releaseCommit = held(h, 'hold');
-    const inFlight = h.commitAll();
-    await waitFor(() => h.steps.includes('0_1:after-send'));
+    const { releaseOffsets, releaseCommit, inFlight } = await y0CutAndHeld(h);
     // After the cut: y1 goes into the revoked task's next transaction, which never comes.
     send(h.broker, 'in', 1, 'b', 'y1');
     send(h.broker, 'in', 0, 'a', 'x0');
@@ -328,12 +334,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
 
   it('settles a loss only once the cycle under way has sent the lost task\'s offsets, and re-opens the task only after that cycle: it starts from the offsets the cycle committed', async () => {
     const h = await startTwoPartitions();
-    send(h.broker, 'in', 1, 'b', 'y0');
-    await h.pump();
-    const releaseOffsets = held(h, 'holdOffsets');
-    const releaseCommit = held(h, 'hold');
-    const inFlight = h.commitAll();
-    await waitFor(() => h.steps.includes('0_1:after-send'));
+    const { releaseOffsets, releaseCommit, inFlight } = await y0CutAndHeld(h);
     // Lost (the session expired) while the cut's offsets are unsent: librdkafka rejoins once
     // onRevoked settles, and offsets sent after that would carry the generation it rejoins with.
     let settled = false;
