@@ -19,7 +19,7 @@ import type { Cluster, Kafka, KafkaMessage } from 'kafkajs';
 import type { ChangelogChunk, ChangelogReaderPort, TopicPartition } from '../processing/ports.js';
 import { toInputRecord } from './group-consumer.js';
 import { toIqgateError } from './kafka-errors.js';
-import { detachedCluster } from './kafkajs-cluster.js';
+import { DetachedCluster } from './kafkajs-cluster.js';
 
 interface KafkajsBatch {
   readonly messages: KafkaMessage[];
@@ -141,24 +141,20 @@ export class FetchBatch {
 }
 
 export class KafkaChangelogReader implements ChangelogReaderPort {
+  private readonly detached: DetachedCluster;
   private readonly cluster: Cluster;
-  private connected: Promise<void> | null = null;
-  private readonly holder: { consumer: { disconnect(): Promise<void> } };
   /** Per leader broker: the reads waiting for it share one Fetch request. */
   private readonly batches = new Map<string, FetchBatch>();
 
   constructor(kafka: Kafka, clientTag: string, private readonly maxBytes = 4 * 1024 * 1024) {
-    const { cluster, consumer } = detachedCluster(kafka, `${clientTag}-restore`);
-    this.holder = { consumer };
-    this.cluster = cluster;
+    this.detached = new DetachedCluster(kafka, `${clientTag}-restore`);
+    this.cluster = this.detached.cluster;
   }
 
   private async ready(): Promise<void> {
-    this.connected ??= this.cluster.connect().catch((error: unknown) => {
-      this.connected = null;
+    await this.detached.connect().catch((error: unknown) => {
       throw toIqgateError(error, 'connect changelog reader');
     });
-    await this.connected;
   }
 
   async read(tp: TopicPartition, from: number, end: number, onChunk: (chunk: ChangelogChunk) => Promise<void>): Promise<void> {
@@ -234,8 +230,6 @@ export class KafkaChangelogReader implements ChangelogReaderPort {
   }
 
   async close(): Promise<void> {
-    if (this.connected !== null) await this.cluster.disconnect().catch(() => undefined);
-    this.connected = null;
-    void this.holder;
+    await this.detached.disconnect();
   }
 }

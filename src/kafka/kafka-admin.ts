@@ -11,7 +11,7 @@ import type { Admin, Kafka } from 'kafkajs';
 import { IqgateError } from '../errors.js';
 import type { AdminPort, TopicSpec } from '../processing/ports.js';
 import { toIqgateError } from './kafka-errors.js';
-import { detachedCluster, type DetachedCluster } from './kafkajs-cluster.js';
+import { DetachedCluster } from './kafkajs-cluster.js';
 
 /** How long close() waits for a high-watermark call under way before it disconnects under it. */
 const CLOSE_WAIT_MS = 1_000;
@@ -20,7 +20,7 @@ export class KafkaAdmin implements AdminPort {
   private readonly admin: Admin;
   private connecting: Promise<void> | null = null;
   /** The read_uncommitted Cluster, made at the first call; after close() the next call makes a new one (as the admin client reconnects). */
-  private uncommitted: { readonly detached: DetachedCluster; connected: Promise<void> | null; chain: Promise<unknown>; closed: boolean } | null = null;
+  private uncommitted: { readonly detached: DetachedCluster; chain: Promise<unknown>; closed: boolean } | null = null;
 
   constructor(private readonly kafka: Kafka) {
     this.admin = kafka.admin({ retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 } });
@@ -174,7 +174,7 @@ export class KafkaAdmin implements AdminPort {
    * would come back empty. An empty answer is an error, never "no high watermark".
    */
   highWatermarks(topic: string): Promise<Map<number, number>> {
-    this.uncommitted ??= { detached: detachedCluster(this.kafka, 'iqgate-admin-hw', { readUncommitted: true }), connected: null, chain: Promise.resolve(), closed: false };
+    this.uncommitted ??= { detached: new DetachedCluster(this.kafka, 'iqgate-admin-hw', { readUncommitted: true }), chain: Promise.resolve(), closed: false };
     const state = this.uncommitted;
     // After close(), never a step more: kafkajs would connect the closed cluster again.
     const open = (): void => {
@@ -184,11 +184,7 @@ export class KafkaAdmin implements AdminPort {
       const { cluster } = state.detached;
       open();
       try {
-        state.connected ??= cluster.connect().catch((error: unknown) => {
-          state.connected = null;
-          throw error;
-        });
-        await state.connected;
+        await state.detached.connect();
         open();
         await cluster.addTargetTopic(topic);
         open();
@@ -223,12 +219,11 @@ export class KafkaAdmin implements AdminPort {
     this.uncommitted = null;
     if (uncommitted !== null) {
       uncommitted.closed = true;
-      // The call under way first, for a second at most (one waiting out an outage must not hold
-      // the stop; it checks `closed` between its steps), those queued behind it see `closed`;
-      // then the cluster, whatever state its connection is in.
-      const settled = Promise.all([uncommitted.chain, uncommitted.connected?.catch(() => undefined)]);
-      await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
-      await uncommitted.detached.cluster.disconnect().catch(() => undefined);
+      // The call under way first (its connection attempt included), for a second at most: one
+      // waiting out an outage must not hold the stop, and it checks `closed` between its steps.
+      // Those queued behind it see `closed`. Then the cluster.
+      await Promise.race([uncommitted.chain, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
+      await uncommitted.detached.disconnect();
     }
     if (this.connecting !== null) await this.admin.disconnect();
     this.connecting = null;

@@ -10,22 +10,38 @@
 import './kafkajs-patches.js';
 import { PartitionAssigners, type Cluster, type Consumer, type Kafka } from 'kafkajs';
 
-export interface DetachedCluster {
+export class DetachedCluster {
   readonly cluster: Cluster;
   /** The consumer the cluster came from, kept referenced for as long as the cluster is used. */
-  readonly consumer: Consumer;
-}
+  private readonly consumer: Consumer;
+  private connecting: Promise<void> | null = null;
 
-export function detachedCluster(kafka: Kafka, tag: string, options: { readonly readUncommitted?: boolean } = {}): DetachedCluster {
-  let captured: Cluster | null = null;
-  const consumer = kafka.consumer({
-    groupId: `${tag}-unused`,
-    readUncommitted: options.readUncommitted ?? false,
-    partitionAssigners: [(config) => {
-      captured = config.cluster;
-      return PartitionAssigners.roundRobin(config);
-    }],
-  });
-  if (captured === null) throw new TypeError('kafkajs did not hand the cluster to the assigner factory');
-  return { cluster: captured, consumer };
+  constructor(kafka: Kafka, tag: string, options: { readonly readUncommitted?: boolean } = {}) {
+    let captured: Cluster | null = null;
+    this.consumer = kafka.consumer({
+      groupId: `${tag}-unused`,
+      readUncommitted: options.readUncommitted ?? false,
+      partitionAssigners: [(config) => {
+        captured = config.cluster;
+        return PartitionAssigners.roundRobin(config);
+      }],
+    });
+    if (captured === null) throw new TypeError('kafkajs did not hand the cluster to the assigner factory');
+    this.cluster = captured;
+  }
+
+  /** Connects once; callers of the same attempt share it, and a failed attempt is forgotten. */
+  connect(): Promise<void> {
+    this.connecting ??= this.cluster.connect().catch((error: unknown) => {
+      this.connecting = null;
+      throw error;
+    });
+    return this.connecting;
+  }
+
+  async disconnect(): Promise<void> {
+    if (this.connecting !== null) await this.cluster.disconnect().catch(() => undefined);
+    this.connecting = null;
+    void this.consumer;
+  }
 }

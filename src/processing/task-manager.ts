@@ -551,9 +551,9 @@ export class TaskManager implements ConsumerHandlers {
   private async rewindAfterAbort(tasks: readonly StreamTask[], error: unknown): Promise<void> {
     // At once, in memory: the tasks go on from their last commit with the records they had
     // processed since (StreamTask.rewindToCommitted), while the changelog ends are read below.
-    // Revoked tasks too (their partitions are going, and their last commit must not carry the
-    // position past the aborted records); a task suspended since has dropped its work.
-    const rewound = tasks.filter((task) => task.state === 'RUNNING');
+    // Not a revoked task (never cut again: it has nothing more to commit, its work was dropped at
+    // the revocation) nor one suspended since (it has dropped its work).
+    const rewound = tasks.filter((task) => task.state === 'RUNNING' && !task.revoked);
     for (const task of rewound) task.rewindToCommitted();
     this.scheduleLoop();
     // The ends must be known before the next transaction commits: the committer starts its next
