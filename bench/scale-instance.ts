@@ -1,7 +1,7 @@
 /**
  * Instance B of bench:scale's join/leave phase: a second iqgate instance in a process of its own
  * (same applicationId as instance A, its own state directory), started and stopped by
- * bench/scale.ts over IPC. Reports every 100 ms the positions its tasks processed (only those
+ * bench/scale.ts over IPC (it boots, says so, and starts when told). Reports every 100 ms the positions its tasks processed (only those
  * that moved) and its task states; on `stop` it stops gracefully and says how long it took.
  *
  *   node --import tsx bench/scale-instance.ts '<InstanceConfig JSON>'
@@ -72,7 +72,12 @@ async function stop(): Promise<void> {
   process.disconnect?.();
 }
 
+let started = false;
 process.on('message', (message: ToInstance) => {
+  if (message.t === 'start' && !started) {
+    started = true;
+    start();
+  }
   if (message.t === 'stop' && stopping === null) stopping = stop();
 });
 // The orchestrator went away: leave as gracefully as we can.
@@ -80,13 +85,19 @@ process.on('disconnect', () => {
   if (stopping === null) stopping = stop();
 });
 
-send({ t: 'starting' });
-const t0 = performance.now();
-runtime.start().then(
-  () => send({ t: 'started', ms: performance.now() - t0 }),
-  (error: unknown) => {
-    send({ t: 'failed', error: String(error) });
-    clearInterval(progress);
-    setTimeout(() => process.exit(1), 200);
-  },
-);
+function start(): void {
+  send({ t: 'starting' });
+  const t0 = performance.now();
+  runtime.start().then(
+    () => send({ t: 'started', ms: performance.now() - t0 }),
+    (error: unknown) => {
+      send({ t: 'failed', error: String(error) });
+      clearInterval(progress);
+      setTimeout(() => process.exit(1), 200);
+    },
+  );
+}
+
+// Booted (modules loaded, the runtime built): the orchestrator says when to start, so that this
+// process's boot, on the same cores as instance A and the broker, stays out of the join window.
+send({ t: 'booted' });

@@ -136,6 +136,8 @@ export function applyExperiments(): string[] {
 
 /** Messages from instance B (bench/scale-instance.ts) to the orchestrator. */
 export type FromInstance =
+  /** Modules loaded and the runtime built; waits for `start`. */
+  | { readonly t: 'booted' }
   | { readonly t: 'starting' }
   | { readonly t: 'started'; readonly ms: number }
   | { readonly t: 'failed'; readonly error: string }
@@ -144,7 +146,7 @@ export type FromInstance =
   | { readonly t: 'stopped'; readonly ms: number; readonly ok: boolean };
 
 /** Messages from the orchestrator to instance B. */
-export type ToInstance = { readonly t: 'stop' };
+export type ToInstance = { readonly t: 'start' } | { readonly t: 'stop' };
 
 export interface InstanceConfig {
   readonly brokers: string[];
@@ -174,4 +176,24 @@ export interface BaselineConfig {
   readonly topic: string;
   readonly client: ScaleClient;
   readonly partitions: number;
+}
+
+/** Messages from the load producer (bench/scale-load.ts) to the orchestrator; times as epoch milliseconds. */
+export type FromLoad =
+  | { readonly t: 'started'; readonly at: number }
+  | { readonly t: 'failed'; readonly error: string }
+  /** One send's acknowledgement: each partition's end offset after it, and the records it carried. */
+  | { readonly t: 'acked'; readonly at: number; readonly ends: Array<[number, number]>; readonly records: number }
+  | { readonly t: 'stopped'; readonly sent: number; readonly acked: number; readonly failed: number; readonly busyTicks: number; readonly firstError: string | null };
+
+/** Messages from the orchestrator to the load producer. */
+export type ToLoad = { readonly t: 'stop' };
+
+export interface LoadConfig {
+  readonly brokers: string[];
+  readonly topic: string;
+  readonly partitions: number;
+  /** Records/s. */
+  readonly rate: number;
+  readonly tickMs: number;
 }

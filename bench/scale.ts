@@ -15,11 +15,13 @@
  *    idle CPU with N tasks open; commit latency and control queue (runtime.metricsSnapshot());
  *  - event-loop delay p99/max while the tasks are assigned and opened, and while they commit.
  *
- * Phase 2, join and leave under load: a producer in this process writes SCALE_LOAD_RATE records/s
+ * Phase 2, join and leave under load: a producer in a process of its own (bench/scale-load.ts) writes SCALE_LOAD_RATE records/s
  * (default 2000) round-robin over the partitions; after a warm-up, a steady window (SCALE_STEADY_S,
  * default 10 s) gives the steady lag and the steady pauses. Then instance B (same applicationId,
- * its own state directory, a process of its own: bench/scale-instance.ts) starts, the group
- * rebalances, B stops gracefully (SCALE_HOLD_S after the lag settled) and its tasks go back to A.
+ * its own state directory, a process of its own: bench/scale-instance.ts) boots — loading its
+ * modules, outside the windows, since on this machine it takes the cores A and the broker use —
+ * and 2 s later starts; the group rebalances, B stops gracefully (SCALE_HOLD_S after the lag
+ * settled) and its tasks go back to A.
  *  - pauses: every task's processed position is observed exactly (the topology stamps each
  *    record it processes: bench/scale-shared.ts) and sampled every 50 ms against the partition's
  *    end offset (known from the producer's acknowledgements). A task's pause is an interval during
@@ -71,11 +73,11 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { destination, pino, type Logger } from 'pino';
 import { createRuntime, type Runtime } from '../src/index.js';
 import { changelogTopic } from '../src/processing/topic-names.js';
-import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, STORE, type BaselineConfig, type FromBaseline, type FromInstance, type InstanceConfig, type ScaleClient, type ToInstance } from './scale-shared.js';
+import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, STORE, type BaselineConfig, type FromBaseline, type FromLoad, type LoadConfig, type ToLoad, type FromInstance, type InstanceConfig, type ScaleClient, type ToInstance } from './scale-shared.js';
 
 const N = Number(process.env.SCALE_PARTITIONS ?? 1000);
 const RECORDS = Number(process.env.SCALE_RECORDS ?? 5);
@@ -88,6 +90,8 @@ const STEADY_MS = Number(process.env.SCALE_STEADY_S ?? 10) * 1000;
 const WARMUP_MS = 5_000;
 /** The lag must stay at or below its threshold this long before a phase counts as settled. */
 const SETTLE_MS = 5_000;
+/** After B has booted, before the join window opens: the pauses its boot caused end first. */
+const BOOT_SETTLE_MS = 2_000;
 /** Between the settled join and B's stop. */
 const HOLD_MS = Number(process.env.SCALE_HOLD_S ?? 3) * 1000;
 const SAMPLE_MS = 50;
@@ -527,77 +531,6 @@ async function measureSingle(run: ClientRun, a: Instance): Promise<boolean> {
   }
 }
 
-/** Writes LOAD_RATE records/s round-robin over the partitions; reports each acknowledged end offset. */
-class LoadProducer {
-  sent = 0;
-  acked = 0;
-  failed = 0;
-  /** Ticks that found 4 sends in flight (the rate catches up on the next tick). */
-  busyTicks = 0;
-  firstError: string | null = null;
-  private producer: Producer | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private started = 0;
-  private stoppedAt = 0;
-  private next = 0;
-  private serial = 0;
-  private inFlight = 0;
-
-  constructor(private readonly kafka: Kafka, private readonly topic: string, private readonly onAck: (partition: number, end: number, at: number) => void) {}
-
-  async start(): Promise<void> {
-    this.producer = this.kafka.producer({ allowAutoTopicCreation: false });
-    await this.producer.connect();
-    this.started = performance.now();
-    this.timer = setInterval(() => this.tick(), SAMPLE_MS);
-  }
-
-  /** Records/s acknowledged since start. */
-  rate(): number {
-    return this.acked / (((this.stoppedAt || performance.now()) - this.started) / 1000);
-  }
-
-  private tick(): void {
-    const due = Math.min(4 * LOAD_RATE, Math.floor((LOAD_RATE * (performance.now() - this.started)) / 1000) - this.sent);
-    if (due <= 0 || this.producer === null) return;
-    if (this.inFlight >= 4) {
-      this.busyTicks += 1;
-      return;
-    }
-    const counts = new Map<number, number>();
-    const messages: Array<{ partition: number; key: string; value: string }> = new Array(due);
-    for (let i = 0; i < due; i += 1) {
-      const partition = this.next % N;
-      this.next += 1;
-      this.serial += 1;
-      counts.set(partition, (counts.get(partition) ?? 0) + 1);
-      messages[i] = { partition, key: `p${partition}-k${this.serial % 16}`, value: JSON.stringify({ p: partition, s: this.serial, t: Date.now() }) };
-    }
-    this.sent += due;
-    this.inFlight += 1;
-    this.producer.send({ topic: this.topic, messages, acks: -1 }).then((metadata) => {
-      const at = performance.now();
-      for (const m of metadata) {
-        const n = counts.get(m.partition) ?? 0;
-        this.acked += n;
-        this.onAck(m.partition, Number(m.baseOffset) + n, at);
-      }
-    }, (error: unknown) => {
-      this.failed += due;
-      this.firstError ??= String(error);
-    }).finally(() => { this.inFlight -= 1; });
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
-    this.stoppedAt = performance.now();
-    for (const limitAt = Date.now() + 5_000; this.inFlight > 0 && Date.now() < limitAt;) await sleep(20);
-    await this.producer?.disconnect().catch(() => undefined);
-    this.producer = null;
-  }
-}
-
 interface Window {
   readonly name: string;
   readonly from: number;
@@ -921,6 +854,7 @@ class BenchChild<FromChild> {
 
 /** Instance B in a process of its own. */
 class InstanceB extends BenchChild<FromInstance> {
+  bootedAt = Number.NaN;
   startingAt = Number.NaN;
   startedMs = Number.NaN;
   stoppedMs = Number.NaN;
@@ -941,6 +875,7 @@ class InstanceB extends BenchChild<FromInstance> {
     };
     super('./scale-instance.ts', config, (message) => {
       switch (message.t) {
+        case 'booted': this.bootedAt = performance.now(); break;
         case 'starting': this.startingAt = performance.now(); break;
         case 'started': this.startedMs = message.ms; break;
         case 'failed': this.failed = message.error; break;
@@ -953,6 +888,10 @@ class InstanceB extends BenchChild<FromInstance> {
         default: break;
       }
     }, () => monitor.bGone());
+  }
+
+  requestStart(): void {
+    if (this.child.connected) this.child.send({ t: 'start' } satisfies ToInstance);
   }
 
   requestStop(): void {
@@ -991,11 +930,64 @@ class Baseline extends BenchChild<FromBaseline> {
   }
 }
 
+/**
+ * The load producer in a process of its own (bench/scale-load.ts): LOAD_RATE records/s round-robin
+ * over the partitions, each acknowledged end offset reported, its time mapped onto this clock.
+ */
+class LoadProducer extends BenchChild<FromLoad> {
+  acked = 0;
+  failed = 0;
+  /** Ticks that found 4 sends in flight (the rate catches up on the next tick). */
+  busyTicks = 0;
+  firstError: string | null = null;
+  private startedAt = Number.NaN;
+  private stoppedAt = Number.NaN;
+  private stats = false;
+
+  constructor(run: ClientRun, onAck: (partition: number, end: number, at: number) => void) {
+    const config: LoadConfig = { brokers: run.brokers, topic: run.topic, partitions: N, rate: LOAD_RATE, tickMs: SAMPLE_MS };
+    const origin = performance.timeOrigin;
+    super('./scale-load.ts', config, (message) => {
+      switch (message.t) {
+        case 'started': this.startedAt = message.at - origin; break;
+        case 'failed': this.firstError ??= message.error; break;
+        case 'acked':
+          this.acked += message.records;
+          for (const [p, end] of message.ends) onAck(p, end, message.at - origin);
+          break;
+        case 'stopped':
+          ({ failed: this.failed, busyTicks: this.busyTicks } = message);
+          this.firstError ??= message.firstError;
+          this.stats = true;
+          break;
+        default: break;
+      }
+    });
+  }
+
+  async start(): Promise<void> {
+    for (const limitAt = Date.now() + 30_000; Number.isNaN(this.startedAt) && this.firstError === null && !this.exited && Date.now() < limitAt;) await sleep(20);
+    if (Number.isNaN(this.startedAt)) throw new Error(`the load producer did not start: ${this.firstError ?? 'no answer within 30 s'}`);
+  }
+
+  /** Records/s acknowledged since start. */
+  rate(): number {
+    return this.acked / (((Number.isNaN(this.stoppedAt) ? performance.now() : this.stoppedAt) - this.startedAt) / 1000);
+  }
+
+  async stop(): Promise<void> {
+    this.stoppedAt = performance.now();
+    if (this.child.connected) this.child.send({ t: 'stop' } satisfies ToLoad);
+    for (const limitAt = Date.now() + 8_000; !this.stats && !this.exited && Date.now() < limitAt;) await sleep(20);
+    await this.kill();
+  }
+}
+
 /** Phase 2: join and leave of instance B under load. True when both rebalances settled. */
 async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
   const f = (name: string, unit: string, value: number): void => report(`${run.prefix}.${name}`, unit, value);
   const monitor = new Monitor(a);
-  const load = new LoadProducer(run.kafka, run.topic, (p, end, at) => monitor.acked(p, end, at));
+  const load = new LoadProducer(run, (p, end, at) => monitor.acked(p, end, at));
   const delay = monitorEventLoopDelay({ resolution: 10 });
   let b: InstanceB | null = null;
   const baseline = new Baseline(run);
@@ -1039,12 +1031,21 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     note(`${run.client}: steady with ${LOAD_RATE} records/s offered (${Math.round(load.rate())} acknowledged/s); load average ${load1()}`);
     f('loadavg.1m.rebalance', 'load', loadavg()[0]!);
 
+    // B boots first, between the windows: loading its modules takes these two cores from A and
+    // the broker for seconds, a pause this machine imposes (B would boot on a machine of its own),
+    // not one of the rebalance's. The join window opens once that has settled.
+    const spawnedAt = performance.now();
+    b = new InstanceB(run, join(run.logDir, `${run.client}-B.log`), monitor);
+    for (const limitAt = Date.now() + 60_000; Number.isNaN(b.bootedAt) && b.failed === null && !b.exited && Date.now() < limitAt;) await sleep(50);
+    f('rebalance.b.boot.ms', 'ms', b.bootedAt - spawnedAt);
+    await sleep(BOOT_SETTLE_MS);
+
     // Join: B starts; the group rebalances until A and B split the partitions, all RUNNING.
     monitor.beginWindow('join');
     monitor.trackStaying();
     delay.enable();
-    const spawnedAt = performance.now();
-    b = new InstanceB(run, join(run.logDir, `${run.client}-B.log`), monitor);
+    const joinFrom = performance.now();
+    b.requestStart();
     let assignedAt = Number.NaN;
     let lastLine = Date.now();
     const joinLimitAt = Date.now() + phaseBudget(run, 120_000, 75_000);
@@ -1059,11 +1060,11 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
       }
       if (Date.now() - lastLine > 2_000) {
         lastLine = Date.now();
-        note(progress('join', Number.isNaN(b.startingAt) ? spawnedAt : b.startingAt));
+        note(progress('join', Number.isNaN(b.startingAt) ? joinFrom : b.startingAt));
       }
       if (!Number.isNaN(assignedAt) && now - Math.max(aboveAt, assignedAt) >= SETTLE_MS) break;
     }
-    const joinEvent = Number.isNaN(b.startingAt) ? spawnedAt : b.startingAt;
+    const joinEvent = Number.isNaN(b.startingAt) ? joinFrom : b.startingAt;
     const joinEnd = performance.now();
     const joinLag = monitor.lagBetween(joinEvent, joinEnd);
     f('rebalance.b.spawn.to.start.ms', 'ms', joinEvent - spawnedAt);
@@ -1115,8 +1116,8 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     if (Number.isNaN(backAt)) note(`${run.client}: A did NOT get all ${N} tasks back within its budget: ${progress('leave', leaveEvent)}`);
 
     // What the instances logged (warnings, errors) in each window: failed commits explain long pauses.
-    note(`${run.client}: steady ${wallClock(steadyFrom)}–${wallClock(joinEvent)} (B spawned ${wallClock(spawnedAt)}), join ${wallClock(joinEvent)}, B stop ${wallClock(leaveEvent)}, settled ${wallClock(leaveEnd)} (UTC)`);
-    for (const [label, from, to] of [['steady', steadyFrom, spawnedAt], ['join', spawnedAt, leaveEvent], ['leave', leaveEvent, leaveEnd]] as const) {
+    note(`${run.client}: steady ${wallClock(steadyFrom)}–${wallClock(spawnedAt)} (B spawned ${wallClock(spawnedAt)}, booted ${wallClock(b.bootedAt)}), join ${wallClock(joinEvent)}, B stop ${wallClock(leaveEvent)}, settled ${wallClock(leaveEnd)} (UTC)`);
+    for (const [label, from, to] of [['steady', steadyFrom, spawnedAt], ['join', joinFrom, leaveEvent], ['leave', leaveEvent, leaveEnd]] as const) {
       for (const [who, file] of [['a', a.logFile], ['b', b.logFile]] as const) {
         const { warnings, handled } = warningsBetween(file, from, to);
         const total = [...warnings.values()].reduce((x, y) => x + y, 0);
