@@ -31,6 +31,11 @@ export interface RdkafkaStreamProducerOptions {
    * e.g. while the broker is away.
    */
   readonly callTimeoutMs?: number;
+  /**
+   * How long a transactional call goes on while the coordinator answers that it is busy (see
+   * CallBudget). Default 60 s, the Java producer's max.block.ms for the same calls.
+   */
+  readonly busyCoordinatorTimeoutMs?: number;
   /** The group consumer whose metadata (generation, member id) goes with the offsets (KIP-447). */
   readonly consumer: () => KafkaConsumer;
   readonly log?: KafkaLogSink;
@@ -44,18 +49,35 @@ function call(run: (cb: Callback) => void, context: string): Promise<void> {
   });
 }
 
+/** How long a transactional call may take, retries included. */
+export interface CallBudget {
+  /** Past it the call fails: a broker away, a flush that does not finish. */
+  readonly budgetMs: number;
+  /**
+   * Past `budgetMs`, while the coordinator answers that it is busy (CONCURRENT_TRANSACTIONS: the
+   * previous transaction's markers are still being written; a coordinator loading or moving),
+   * the call goes on up to this long: the coordinator is there and will get to it, and failing
+   * earlier only trades the wait for a rollback whose re-initialisation waits for it all the same.
+   */
+  readonly busyBudgetMs: number;
+}
+
 /**
  * A transactional call, repeated while librdkafka calls its error retriable (CONCURRENT_TRANSACTIONS
  * while the previous transaction's markers are still being written, a commit whose flush did not
- * finish in time: its documented contract is "call again") until `budgetMs` is spent; each attempt
- * gets what is left of the budget. Measured at 1000 partitions under load (bench:scale): single
- * 5 s attempts failed and rolled back every task.
+ * finish in time: its documented contract is "call again") until the budget is spent; each attempt
+ * gets what is left of it. Measured at 1000 partitions under load (bench:scale): single
+ * 5 s attempts failed and rolled back every task; a marker stall of the test broker answered
+ * CONCURRENT_TRANSACTIONS for 10.6 s, past the 10 s budget, and the abort that followed failed
+ * too (the coordinator held no open transaction for it), so every task rolled back and opened again.
  */
-export async function callRetrying(run: (timeoutMs: number, cb: Callback) => void, context: string, budgetMs: number, log?: KafkaLogSink): Promise<void> {
+export async function callRetrying(run: (timeoutMs: number, cb: Callback) => void, context: string, budget: CallBudget, log?: KafkaLogSink): Promise<void> {
   const started = Date.now();
-  const deadline = started + budgetMs;
+  const deadline = started + budget.budgetMs;
+  const busyDeadline = started + Math.max(budget.budgetMs, budget.busyBudgetMs);
+  let busy = false;
   for (let attempt = 0; ; attempt += 1) {
-    const left = Math.max(1, deadline - Date.now());
+    const left = Math.max(1, (busy ? busyDeadline : deadline) - Date.now());
     const attemptStarted = Date.now();
     const error = await new Promise<unknown>((resolve) => run(left, (err) => resolve(err ?? null)));
     if (error === null) {
@@ -63,13 +85,14 @@ export async function callRetrying(run: (timeoutMs: number, cb: Callback) => voi
       return;
     }
     const retriable = isRetriableTxnError(error);
+    busy = retriable && isCoordinatorBusy(error);
     // One line per failed attempt: which error, librdkafka's flags, how long the attempt took
     // (librdkafka retries CONCURRENT_TRANSACTIONS itself within the attempt's timeout).
     log?.debug({
       context, attempt: attempt + 1, code: rdkafkaCode(error), message: error instanceof Error ? error.message : String((error as { message?: unknown }).message),
-      ...flagsOf(error), retriable, attemptMs: Date.now() - attemptStarted, elapsedMs: Date.now() - started, budgetMs,
+      ...flagsOf(error), retriable, busy, attemptMs: Date.now() - attemptStarted, elapsedMs: Date.now() - started, budgetMs: budget.budgetMs,
     }, 'transactional call attempt failed');
-    if (!retriable || Date.now() + 50 >= deadline) throw fromRdkafkaError(error, context);
+    if (!retriable || Date.now() + 50 >= (busy ? busyDeadline : deadline)) throw fromRdkafkaError(error, context);
     await new Promise((resolve) => setTimeout(resolve, Math.min(500, 20 * 2 ** attempt)));
   }
 }
@@ -110,6 +133,11 @@ export function isRetriableTxnError(error: unknown): boolean {
   // out its whole budget before the caller learns the outcome is unknown.
   if (rdkafkaCode(error) === CONFLICT) return false;
   if (flags.isRetriable === true) return true;
+  return isCoordinatorBusy(error);
+}
+
+/** The coordinator answered that it is busy or moving: it is there, and the transaction intact. */
+function isCoordinatorBusy(error: unknown): boolean {
   const code = rdkafkaCode(error);
   return code !== undefined && COORDINATOR_BUSY.has(code);
 }
@@ -144,6 +172,10 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     return this.options.callTimeoutMs ?? 10_000;
   }
 
+  private get budget(): CallBudget {
+    return { budgetMs: this.timeout, busyBudgetMs: this.options.busyCoordinatorTimeoutMs ?? 60_000 };
+  }
+
   async init(): Promise<void> {
     if (this.closed) throw new TypeError('the stream producer is closed');
     await this.dispose();
@@ -168,7 +200,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const context = `init producer ${this.transactionalId}`;
     // allTopics false: only the brokers' metadata at connect, not every topic's (see the consumer's run()).
     await call((cb) => producer.connect({ timeout: this.timeout, allTopics: false }, (err) => cb(err)), context);
-    await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.timeout, this.options.log);
+    await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.budget, this.options.log);
     if (this.closed) {
       await this.dispose();
       throw new TypeError('the stream producer is closed');
@@ -229,7 +261,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const producer = await this.open();
     const consumer = this.options.consumer();
     const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
-    await this.failing(callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.timeout, this.options.log));
+    await this.failing(callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.budget, this.options.log));
   }
 
   /** Remembers why a transactional call failed, for abortAfterFailure(). */
@@ -251,7 +283,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     // once EndTxn(commit) may have reached the coordinator (state CommittingTransaction and
     // later, or a commit call left to resume), so a confirmed abort still means nothing of the
     // transaction committed.
-    await this.failing(callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.timeout, this.options.log));
+    await this.failing(callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.budget, this.options.log));
     this.begun = null;
     this.begin();
   }
@@ -292,7 +324,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
       // resume): the outcome then stays unknown. The abort gets the same budget and retries as
       // the other calls: after a record timed out librdkafka bumps the epoch once EndTxn(abort)
       // is done, which waits for the coordinator to write the abort markers.
-      await callRetrying((timeoutMs, cb) => producer.abortTransaction(timeoutMs, cb), `abort transaction ${this.transactionalId}`, this.timeout, this.options.log);
+      await callRetrying((timeoutMs, cb) => producer.abortTransaction(timeoutMs, cb), `abort transaction ${this.transactionalId}`, this.budget, this.options.log);
       return true;
     } catch (error) {
       // bench:scale, 1000 partitions: EndTxn(abort) answered at once, but the coordinator took

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { IqgateError } from '../../../src/errors.js';
 import { fromRdkafkaError } from '../../../src/kafka/librdkafka/rdkafka-errors.js';
-import { isRetriableTxnError } from '../../../src/kafka/librdkafka/rdkafka-stream-producer.js';
+import { callRetrying, isRetriableTxnError } from '../../../src/kafka/librdkafka/rdkafka-stream-producer.js';
 
 /** The shape lib/error.js gives a transactional call's error (LibrdKafkaError with the baton's flags). */
 function rdError(code: number, flags: { isRetriable?: boolean; isFatal?: boolean; isTxnRequiresAbort?: boolean } = {}): Error {
@@ -33,4 +33,53 @@ describe('librdkafka errors', () => {
     expect(isRetriableTxnError(rdError(-173, { isRetriable: true }))).toBe(false); // _CONFLICT: another call is left to resume
     expect(isRetriableTxnError(null)).toBe(false);
   });
+
+  /**
+   * A call like librdkafka's: each attempt waits out its timeout (librdkafka retries inside it)
+   * and answers `errorFor(elapsed)` at the end, or succeeds once that is null.
+   */
+  function fakeCall(errorFor: (elapsedMs: number) => Error | null): { run: (timeoutMs: number, cb: (err: unknown) => void) => void; timeouts: number[] } {
+    const started = Date.now();
+    const timeouts: number[] = [];
+    return {
+      timeouts,
+      run: (timeoutMs, cb) => {
+        timeouts.push(timeoutMs);
+        const now = errorFor(Date.now() - started);
+        if (now === null) setImmediate(() => cb(null));
+        else setTimeout(() => cb(errorFor(Date.now() - started)), Math.min(timeoutMs, 40));
+      },
+    };
+  }
+
+  it('goes on past its budget while the coordinator is busy, up to the busy budget, and then fails', async () => {
+    // CONCURRENT_TRANSACTIONS for 400 ms, then the coordinator answers: a 100 ms budget alone
+    // would have failed the call (and rolled back every task); the busy budget lets it through.
+    const stall = fakeCall((elapsed) => (elapsed < 400 ? rdError(51, { isRetriable: true }) : null));
+    await expect(callRetrying(stall.run, 'send offsets', { budgetMs: 100, busyBudgetMs: 2_000 })).resolves.toBeUndefined();
+    expect(stall.timeouts.length).toBeGreaterThan(1);
+    // Past the busy budget the call fails with the coordinator's answer.
+    const endless = fakeCall(() => rdError(51, { isRetriable: true }));
+    const started = Date.now();
+    const failure = await callRetrying(endless.run, 'send offsets', { budgetMs: 100, busyBudgetMs: 600 }).then(() => null, (error: unknown) => error);
+    expect(failure).toBeInstanceOf(IqgateError);
+    expect((failure as IqgateError).details).toMatchObject({ librdkafkaCode: 51 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it('keeps the plain budget for other retriable errors: a broker away fails the call in time', async () => {
+    // _TIMED_OUT (a flush that does not finish, a broker away) is retriable but not a busy
+    // coordinator: past the budget the call fails, however long the busy budget.
+    const away = fakeCall(() => rdError(-185, { isRetriable: true }));
+    const started = Date.now();
+    const failure = await callRetrying(away.run, 'commit', { budgetMs: 150, busyBudgetMs: 5_000 }).then(() => null, (error: unknown) => error);
+    expect((failure as IqgateError).details).toMatchObject({ librdkafkaCode: -185 });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // An error that requires an abort is never retried, busy coordinator or not.
+    const abortable = fakeCall(() => rdError(51, { isTxnRequiresAbort: true }));
+    await expect(callRetrying(abortable.run, 'send offsets', { budgetMs: 1_000, busyBudgetMs: 5_000 })).rejects.toBeInstanceOf(IqgateError);
+    expect(abortable.timeouts).toHaveLength(1);
+  });
 });
+
