@@ -28,7 +28,7 @@ export interface RdkafkaStreamProducerOptions {
   /**
    * Time budget of each transactional call (init, offsets, commit, abort), retries included.
    * Default 10 s: past it the commit counts as failed (outcome unknown) and the tasks roll back,
-   * e.g. while the broker is away.
+   * e.g. while the broker is away — unless the coordinator answers busy (busyCoordinatorTimeoutMs).
    */
   readonly callTimeoutMs?: number;
   /**
@@ -51,33 +51,39 @@ function call(run: (cb: Callback) => void, context: string): Promise<void> {
 
 /** How long a transactional call may take, retries included. */
 export interface CallBudget {
-  /** Past it the call fails: a broker away, a flush that does not finish. */
+  /**
+   * Past it the call fails: a broker away, a flush that does not finish. Also each attempt's
+   * timeout (librdkafka holds a libuv pool thread for an InitProducerId, EndTxn or abort attempt
+   * that long), so an error that is not a busy coordinator is known within it.
+   */
   readonly budgetMs: number;
   /**
-   * Past `budgetMs`, while the coordinator answers that it is busy (CONCURRENT_TRANSACTIONS: the
-   * previous transaction's markers are still being written; a coordinator loading or moving),
-   * the call goes on up to this long: the coordinator is there and will get to it, and failing
-   * earlier only trades the wait for a rollback whose re-initialisation waits for it all the same.
+   * While the coordinator answers that it is busy (CONCURRENT_TRANSACTIONS: the previous
+   * transaction's markers are still being written; COORDINATOR_LOAD_IN_PROGRESS), the call goes
+   * on up to this long in all: the coordinator is there and will get to it, and failing earlier
+   * only trades the wait for a rollback whose re-initialisation waits for it all the same.
    */
   readonly busyBudgetMs: number;
+  /** True once the client was disposed of (a stop, a failed commit's re-initialisation): no attempt more. */
+  readonly abandoned?: () => boolean;
 }
 
 /**
  * A transactional call, repeated while librdkafka calls its error retriable (CONCURRENT_TRANSACTIONS
  * while the previous transaction's markers are still being written, a commit whose flush did not
- * finish in time: its documented contract is "call again") until the budget is spent; each attempt
- * gets what is left of it. Measured at 1000 partitions under load (bench:scale): single
- * 5 s attempts failed and rolled back every task; a marker stall of the test broker answered
- * CONCURRENT_TRANSACTIONS for 10.6 s, past the 10 s budget, and the abort that followed failed
- * too (the coordinator held no open transaction for it), so every task rolled back and opened again.
+ * finish in time: its documented contract is "call again") until the budget is spent — the busy
+ * budget while the last answer was a busy coordinator. Measured at 1000 partitions under load
+ * (bench:scale): single 5 s attempts failed and rolled back every task; a marker stall of the test
+ * broker answered CONCURRENT_TRANSACTIONS for 10.6 s, past the 10 s budget, the abort that followed
+ * failed too (the coordinator held no open transaction for it), and every task rolled back and
+ * opened again.
  */
 export async function callRetrying(run: (timeoutMs: number, cb: Callback) => void, context: string, budget: CallBudget, log?: KafkaLogSink): Promise<void> {
   const started = Date.now();
   const deadline = started + budget.budgetMs;
   const busyDeadline = started + Math.max(budget.budgetMs, budget.busyBudgetMs);
-  let busy = false;
-  for (let attempt = 0; ; attempt += 1) {
-    const left = Math.max(1, (busy ? busyDeadline : deadline) - Date.now());
+  for (let attempt = 0, limit = deadline; ; attempt += 1) {
+    const left = Math.max(1, Math.min(budget.budgetMs, limit - Date.now()));
     const attemptStarted = Date.now();
     const error = await new Promise<unknown>((resolve) => run(left, (err) => resolve(err ?? null)));
     if (error === null) {
@@ -85,15 +91,18 @@ export async function callRetrying(run: (timeoutMs: number, cb: Callback) => voi
       return;
     }
     const retriable = isRetriableTxnError(error);
-    busy = retriable && isCoordinatorBusy(error);
+    const busy = retriable && BUSY.has(rdkafkaCode(error) ?? 0);
+    limit = busy ? busyDeadline : deadline;
+    const backoff = Math.min(500, 20 * 2 ** attempt, limit - Date.now() - 50);
     // One line per failed attempt: which error, librdkafka's flags, how long the attempt took
     // (librdkafka retries CONCURRENT_TRANSACTIONS itself within the attempt's timeout).
     log?.debug({
       context, attempt: attempt + 1, code: rdkafkaCode(error), message: error instanceof Error ? error.message : String((error as { message?: unknown }).message),
-      ...flagsOf(error), retriable, busy, attemptMs: Date.now() - attemptStarted, elapsedMs: Date.now() - started, budgetMs: budget.budgetMs,
+      ...flagsOf(error), retriable, busy, attemptMs: Date.now() - attemptStarted, elapsedMs: Date.now() - started, limitMs: limit - started,
     }, 'transactional call attempt failed');
-    if (!retriable || Date.now() + 50 >= (busy ? busyDeadline : deadline)) throw fromRdkafkaError(error, context);
-    await new Promise((resolve) => setTimeout(resolve, Math.min(500, 20 * 2 ** attempt)));
+    if (!retriable || backoff <= 0 || budget.abandoned?.() === true) throw fromRdkafkaError(error, context);
+    await new Promise((resolve) => setTimeout(resolve, backoff));
+    if (budget.abandoned?.() === true) throw fromRdkafkaError(error, context);
   }
 }
 
@@ -119,6 +128,13 @@ const COORDINATOR_BUSY = new Set([
 ]);
 
 /**
+ * Of those, the answers of a coordinator that is there and busy, which get the busy budget;
+ * COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR are also what a call gets while the coordinator's
+ * broker is away, which the plain budget is for.
+ */
+const BUSY = new Set([51, 14]);
+
+/**
  * librdkafka's own verdict, and also a busy coordinator when librdkafka did not flag the error
  * at all: seen at 1000 partitions under load (bench:scale), an AddOffsetsToTxn answered
  * CONCURRENT_TRANSACTIONS reached JavaScript without a retriable flag and rolled back every task.
@@ -133,14 +149,10 @@ export function isRetriableTxnError(error: unknown): boolean {
   // out its whole budget before the caller learns the outcome is unknown.
   if (rdkafkaCode(error) === CONFLICT) return false;
   if (flags.isRetriable === true) return true;
-  return isCoordinatorBusy(error);
-}
-
-/** The coordinator answered that it is busy or moving: it is there, and the transaction intact. */
-function isCoordinatorBusy(error: unknown): boolean {
   const code = rdkafkaCode(error);
   return code !== undefined && COORDINATOR_BUSY.has(code);
 }
+
 
 /** librdkafka's verdict on a failed call: the transaction can only be aborted (and is not fenced). */
 function txnRequiresAbort(error: unknown): boolean {
@@ -172,8 +184,9 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     return this.options.callTimeoutMs ?? 10_000;
   }
 
-  private get budget(): CallBudget {
-    return { budgetMs: this.timeout, busyBudgetMs: this.options.busyCoordinatorTimeoutMs ?? 60_000 };
+  /** The budget of a call on `producer`, which a dispose() abandons. */
+  private budgetFor(producer: Producer): CallBudget {
+    return { budgetMs: this.timeout, busyBudgetMs: this.options.busyCoordinatorTimeoutMs ?? 60_000, abandoned: () => this.producer !== producer };
   }
 
   async init(): Promise<void> {
@@ -200,7 +213,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const context = `init producer ${this.transactionalId}`;
     // allTopics false: only the brokers' metadata at connect, not every topic's (see the consumer's run()).
     await call((cb) => producer.connect({ timeout: this.timeout, allTopics: false }, (err) => cb(err)), context);
-    await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.budget, this.options.log);
+    await callRetrying((timeoutMs, cb) => producer.initTransactions(timeoutMs, cb), context, this.budgetFor(producer), this.options.log);
     if (this.closed) {
       await this.dispose();
       throw new TypeError('the stream producer is closed');
@@ -261,7 +274,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const producer = await this.open();
     const consumer = this.options.consumer();
     const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
-    await this.failing(callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.budget, this.options.log));
+    await this.failing(callRetrying((timeoutMs, cb) => producer.sendOffsetsToTransaction(list, consumer, timeoutMs, cb), `send offsets in transaction ${this.transactionalId}`, this.budgetFor(producer), this.options.log));
   }
 
   /** Remembers why a transactional call failed, for abortAfterFailure(). */
@@ -283,7 +296,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     // once EndTxn(commit) may have reached the coordinator (state CommittingTransaction and
     // later, or a commit call left to resume), so a confirmed abort still means nothing of the
     // transaction committed.
-    await this.failing(callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.budget, this.options.log));
+    await this.failing(callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.budgetFor(producer), this.options.log));
     this.begun = null;
     this.begin();
   }
@@ -324,7 +337,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
       // resume): the outcome then stays unknown. The abort gets the same budget and retries as
       // the other calls: after a record timed out librdkafka bumps the epoch once EndTxn(abort)
       // is done, which waits for the coordinator to write the abort markers.
-      await callRetrying((timeoutMs, cb) => producer.abortTransaction(timeoutMs, cb), `abort transaction ${this.transactionalId}`, this.budget, this.options.log);
+      await callRetrying((timeoutMs, cb) => producer.abortTransaction(timeoutMs, cb), `abort transaction ${this.transactionalId}`, this.budgetFor(producer), this.options.log);
       return true;
     } catch (error) {
       // bench:scale, 1000 partitions: EndTxn(abort) answered at once, but the coordinator took

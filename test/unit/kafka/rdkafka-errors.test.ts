@@ -81,5 +81,30 @@ describe('librdkafka errors', () => {
     await expect(callRetrying(abortable.run, 'send offsets', { budgetMs: 1_000, busyBudgetMs: 5_000 })).rejects.toBeInstanceOf(IqgateError);
     expect(abortable.timeouts).toHaveLength(1);
   });
+
+  it('gives each attempt at most the plain budget, and falls back to it once the coordinator stops answering busy', async () => {
+    // Busy for 300 ms, then the broker goes away (_TIMED_OUT): the call fails with that error
+    // about one plain budget later, not at the end of the busy budget.
+    const thenAway = fakeCall((elapsed) => (elapsed < 300 ? rdError(51, { isRetriable: true }) : rdError(-185, { isRetriable: true })));
+    const started = Date.now();
+    const failure = await callRetrying(thenAway.run, 'send offsets', { budgetMs: 100, busyBudgetMs: 5_000 }).then(() => null, (error: unknown) => error);
+    expect((failure as IqgateError).details).toMatchObject({ librdkafkaCode: -185 });
+    expect(Date.now() - started).toBeLessThan(2_500);
+    expect(Math.max(...thenAway.timeouts)).toBeLessThanOrEqual(100);
+    // NOT_COORDINATOR is also what a call gets while the coordinator's broker is away: plain budget.
+    const moved = fakeCall(() => rdError(16));
+    const movedStarted = Date.now();
+    await expect(callRetrying(moved.run, 'init', { budgetMs: 100, busyBudgetMs: 5_000 })).rejects.toBeInstanceOf(IqgateError);
+    expect(Date.now() - movedStarted).toBeLessThan(2_500);
+  });
+
+  it('makes no attempt more once its client was abandoned', async () => {
+    let abandoned = false;
+    const stall = fakeCall(() => rdError(51, { isRetriable: true }));
+    setTimeout(() => { abandoned = true; }, 150);
+    const started = Date.now();
+    await expect(callRetrying(stall.run, 'init', { budgetMs: 100, busyBudgetMs: 5_000, abandoned: () => abandoned })).rejects.toBeInstanceOf(IqgateError);
+    expect(Date.now() - started).toBeLessThan(2_500);
+  });
 });
 
