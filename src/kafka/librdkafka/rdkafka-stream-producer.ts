@@ -175,6 +175,8 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
   private failure: unknown = null;
   /** An abort left to settle after abortAfterFailure() knew its verdict; never rejects. */
   private settling: Promise<void> = Promise.resolve();
+  /** The clients being let go, in order (dispose()); never rejects. */
+  private disposing: Promise<void> = Promise.resolve();
 
   constructor(private readonly rd: RdkafkaModule, private readonly options: RdkafkaStreamProducerOptions) {}
 
@@ -361,24 +363,34 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     }
   }
 
-  private async dispose(): Promise<void> {
+  /**
+   * Lets the client go. Every dispose() waits for the ones before it: a close() while init() is
+   * still letting the old client go (its abort settling) must not return before that client is
+   * gone.
+   */
+  private dispose(): Promise<void> {
     const producer = this.producer;
     this.producer = null;
     this.begun = null;
     this.began = false;
     this.waiting = [];
-    if (producer === null) return;
     // An abort still settling in the background (abortAfterFailure): it stops retrying now that
     // its client is abandoned, and the client is not destroyed under its call.
-    await this.settling;
-    await new Promise<void>((resolve) => {
-      try {
-        producer.disconnect(1_000, () => resolve());
-      } catch {
-        resolve();
-      }
+    const settling = this.settling;
+    this.disposing = this.disposing.then(async () => {
+      if (producer === null) return;
+      await settling;
+      await new Promise<void>((resolve) => {
+        try {
+          producer.disconnect(1_000, () => resolve());
+        } catch {
+          resolve();
+        }
+      });
     });
+    return this.disposing;
   }
+
 
   async close(): Promise<void> {
     this.closed = true;

@@ -82,6 +82,45 @@ describe('RdkafkaStreamProducer', () => {
     expect(calls.length).toBe(after);
   }, 10_000);
 
+  it('never disconnects a client while its background abort is inside librdkafka, and close() during init() waits for the old client to go', async () => {
+    const events: string[] = [];
+    let abortsInFlight = 0;
+    let instances = 0;
+    class Producer {
+      readonly id = (instances += 1);
+      on(): this { return this; }
+      connect(_options: unknown, cb: Callback): void { setImmediate(() => cb(null)); }
+      disconnect(_timeout: number, cb: () => void): void {
+        events.push(`disconnect ${this.id}${abortsInFlight > 0 ? ' during an abort' : ''}`);
+        setImmediate(cb);
+      }
+      initTransactions(_timeout: number, cb: Callback): void { setImmediate(() => cb(null)); }
+      beginTransaction(cb: Callback): void { setImmediate(() => cb(null)); }
+      produce(): void {}
+      sendOffsetsToTransaction(_o: unknown, _c: unknown, _t: number, cb: Callback): void { setImmediate(() => cb(null)); }
+      commitTransaction(_timeout: number, cb: Callback): void { setImmediate(() => cb(rdError(-185, { isTxnRequiresAbort: true }))); }
+      abortTransaction(_timeout: number, cb: Callback): void {
+        // The coordinator is slow to write the abort markers: each attempt takes 100 ms.
+        abortsInFlight += 1;
+        events.push(`abort ${this.id}`);
+        setTimeout(() => { abortsInFlight -= 1; cb(rdError(-185, { isRetriable: true })); }, 100);
+      }
+    }
+    const producer = producerOn({ Producer } as unknown as RdkafkaModule);
+    await producer.init();
+    producer.produce([{ topic: 't', partition: 0, key: null, value: Buffer.from('v') }]);
+    await expect(producer.commit()).rejects.toBeDefined();
+    expect(await producer.abortAfterFailure()).toBe(true);
+    // The next cycle initialises a fresh client while the abort is in flight; a stop comes meanwhile.
+    const init = producer.init().then(() => 'initialised', () => 'refused');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await producer.close();
+    expect(events).toContain('disconnect 1');
+    expect(events.filter((e) => e.endsWith('during an abort'))).toEqual([]);
+    expect(await init).toBe('refused'); // closed meanwhile: no new client
+    expect(instances).toBe(1);
+  });
+
   it('calls the outcome unknown when a commit that may have reached the coordinator cannot be aborted', async () => {
     // A commit left to resume (retriable timeout): librdkafka refuses a conflicting abort.
     const conflict = rdError(-173, { isRetriable: true }); // _CONFLICT: "Conflicting commit_transaction API call is already in progress"
