@@ -8,7 +8,7 @@
  * onto its own clock as it does the baseline's.
  */
 import { performance } from 'node:perf_hooks';
-import type { FromLoad, LoadConfig } from './scale-shared.js';
+import type { FromLoad, LoadConfig, ToLoad } from './scale-shared.js';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as LoadConfig;
 const send = (message: FromLoad): void => {
@@ -81,7 +81,7 @@ try {
     await producer.disconnect().catch(() => undefined);
     process.exit(0);
   };
-  process.on('message', (message: { t?: string }) => {
+  process.on('message', (message: ToLoad) => {
     if (message.t === 'stop') void leave();
   });
   process.on('disconnect', () => void leave());

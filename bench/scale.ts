@@ -116,6 +116,10 @@ const figures = new Figures();
 const report = figures.report.bind(figures);
 const note = (line: string): void => console.log(`# ${line}`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits until `done()` or `ms` have passed, looking every `everyMs`. */
+async function until(done: () => boolean, ms: number, everyMs = 50): Promise<void> {
+  for (const limitAt = Date.now() + ms; !done() && Date.now() < limitAt;) await sleep(everyMs);
+}
 const mb = (bytes: number): number => bytes / 1048576;
 const load1 = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
 
@@ -847,7 +851,7 @@ class BenchChild<FromChild> {
   async kill(): Promise<void> {
     if (this.exited) return;
     this.child.kill('SIGTERM');
-    for (const limitAt = Date.now() + 3_000; !this.exited && Date.now() < limitAt;) await sleep(50);
+    await until(() => this.exited, 3_000);
     if (!this.exited) this.child.kill('SIGKILL');
   }
 }
@@ -966,7 +970,7 @@ class LoadProducer extends BenchChild<FromLoad> {
   }
 
   async start(): Promise<void> {
-    for (const limitAt = Date.now() + 30_000; Number.isNaN(this.startedAt) && this.firstError === null && !this.exited && Date.now() < limitAt;) await sleep(20);
+    await until(() => !Number.isNaN(this.startedAt) || this.firstError !== null || this.exited, 30_000, 20);
     if (Number.isNaN(this.startedAt)) throw new Error(`the load producer did not start: ${this.firstError ?? 'no answer within 30 s'}`);
   }
 
@@ -978,7 +982,7 @@ class LoadProducer extends BenchChild<FromLoad> {
   async stop(): Promise<void> {
     this.stoppedAt = performance.now();
     if (this.child.connected) this.child.send({ t: 'stop' } satisfies ToLoad);
-    for (const limitAt = Date.now() + 8_000; !this.stats && !this.exited && Date.now() < limitAt;) await sleep(20);
+    await until(() => this.stats || this.exited, 8_000, 20);
     await this.kill();
   }
 }
@@ -1001,7 +1005,7 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
   };
   try {
     f('session.timeout.ms', 'ms', run.sessionTimeoutMs ?? RUNTIME_DEFAULT_SESSION_TIMEOUT_MS);
-    for (const limitAt = Date.now() + 30_000; !baseline.ready && baseline.failed === null && !baseline.exited && Date.now() < limitAt;) await sleep(50);
+    await until(() => baseline.ready || baseline.failed !== null || baseline.exited, 30_000);
     if (baseline.ready) monitor.baseline = new PauseSeries(baseline.tracker);
     else note(`${run.client}: the baseline consumer did not start: ${baseline.failed ?? 'no answer within 30 s'}`);
     await load.start();
@@ -1035,8 +1039,9 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     // the broker for seconds, a pause this machine imposes (B would boot on a machine of its own),
     // not one of the rebalance's. The join window opens once that has settled.
     const spawnedAt = performance.now();
-    b = new InstanceB(run, join(run.logDir, `${run.client}-B.log`), monitor);
-    for (const limitAt = Date.now() + 60_000; Number.isNaN(b.bootedAt) && b.failed === null && !b.exited && Date.now() < limitAt;) await sleep(50);
+    const instanceB = new InstanceB(run, join(run.logDir, `${run.client}-B.log`), monitor);
+    b = instanceB;
+    await until(() => !Number.isNaN(instanceB.bootedAt) || instanceB.failed !== null || instanceB.exited, 60_000);
     f('rebalance.b.boot.ms', 'ms', b.bootedAt - spawnedAt);
     await sleep(BOOT_SETTLE_MS);
 
@@ -1188,13 +1193,14 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     f('load.records', 'records', load.acked);
     if (load.failed > 0) note(`${run.client}: ${load.failed} load records failed: ${load.firstError}`);
     if (load.busyTicks > 0) note(`${run.client}: the load producer had 4 sends in flight on ${load.busyTicks} ticks`);
-    if (b !== null) {
-      if (!b.exited) {
-        b.requestStop();
-        for (const limitAt = Date.now() + 25_000; !b.exited && Date.now() < limitAt;) await sleep(100);
+    const stillB = b;
+    if (stillB !== null) {
+      if (!stillB.exited) {
+        stillB.requestStop();
+        await until(() => stillB.exited, 25_000, 100);
       }
-      await b.kill();
-      if (b.exitCode !== 0 && b.exitCode !== null) note(`${run.client}: instance B exited with code ${b.exitCode}`);
+      await stillB.kill();
+      if (stillB.exitCode !== 0 && stillB.exitCode !== null) note(`${run.client}: instance B exited with code ${stillB.exitCode}`);
     }
     f('rebalance.completed', 'bool', completed ? 1 : 0);
   }

@@ -1,9 +1,9 @@
 /**
  * The slow I/O at both ends of a task's life, run only inside the control queue. Opening:
  * InitProducerId → open stores → read committed offsets → restore the changelog tail to its
- * settled end → seek → resume. Closing: a last commit when asked, then producer and stores. The TaskManager decides
- * when a task opens or closes and what a failure leads to (TaskRecovery); the steps, and the
- * per-topic offset readers that all opening tasks share, are here.
+ * settled end → seek → resume. Closing: a last commit when asked, then producer and stores. The
+ * TaskManager decides when a task opens or closes and what a failure leads to (TaskRecovery); the
+ * steps, and the per-topic offset readers that all opening tasks share, are here.
  */
 import { IqgateError } from '../errors.js';
 import type { StoreEngine } from '../store/types.js';
@@ -103,12 +103,12 @@ export class TaskOpener {
    * when this was called has ended. The stable end (LSO) stops at the first record of an open
    * transaction; the high watermark counts every record written. Once a stable end read after
    * the call reaches the high watermark read after it, each transaction with records below that
-   * watermark has its markers in the partition: the previous owner's last transaction — whose offsets the caller has already read
-   * as stable — is then either in the restore (committed) or skipped by it (aborted). The
-   * stable offsets alone do not say so: a transaction's markers reach `__consumer_offsets` and
-   * the changelog separately (on a cluster, on different brokers), so its offsets can read as
-   * stable while the changelog's stable end still stands before its records. The wait is bounded
-   * by a transaction's timeout, after which the coordinator aborts it.
+   * watermark has its markers in the partition: the previous owner's last transaction — whose
+   * offsets the caller has already read as stable — is then either in the restore (committed) or
+   * skipped by it (aborted). The stable offsets alone do not say so: a transaction's markers reach
+   * `__consumer_offsets` and the changelog separately (on a cluster, on different brokers), so its
+   * offsets can read as stable while the changelog's stable end still stands before its records.
+   * The wait is bounded by a transaction's timeout, after which the coordinator aborts it.
    */
   private async settledEnd(taskId: string, topic: string, partition: number, cancelled: () => boolean): Promise<number> {
     // Both read at once, both after the offsets: a stable end read before the high watermark and

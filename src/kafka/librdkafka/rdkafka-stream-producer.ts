@@ -90,14 +90,15 @@ export async function callRetrying(run: (timeoutMs: number, cb: Callback) => voi
       if (attempt > 0) log?.debug({ context, attempts: attempt + 1, elapsedMs: Date.now() - started }, 'transactional call succeeded after retries');
       return;
     }
+    const code = rdkafkaCode(error);
     const retriable = isRetriableTxnError(error);
-    const busy = retriable && BUSY.has(rdkafkaCode(error) ?? 0);
+    const busy = retriable && code !== undefined && BUSY.has(code);
     limit = busy ? busyDeadline : deadline;
     const backoff = Math.min(500, 20 * 2 ** attempt, limit - Date.now() - 50);
     // One line per failed attempt: which error, librdkafka's flags, how long the attempt took
     // (librdkafka retries CONCURRENT_TRANSACTIONS itself within the attempt's timeout).
     log?.debug({
-      context, attempt: attempt + 1, code: rdkafkaCode(error), message: error instanceof Error ? error.message : String((error as { message?: unknown }).message),
+      context, attempt: attempt + 1, code, message: error instanceof Error ? error.message : String((error as { message?: unknown }).message),
       ...flagsOf(error), retriable, busy, attemptMs: Date.now() - attemptStarted, elapsedMs: Date.now() - started, limitMs: limit - started,
     }, 'transactional call attempt failed');
     if (!retriable || backoff <= 0 || budget.abandoned?.() === true) throw fromRdkafkaError(error, context);
@@ -390,7 +391,6 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     });
     return this.disposing;
   }
-
 
   async close(): Promise<void> {
     this.closed = true;
