@@ -60,7 +60,7 @@ const progress = setInterval(reportProgress, 100);
 let stopping: Promise<void> | null = null;
 async function stop(): Promise<void> {
   const started = performance.now();
-  const ok = await runtime.stop().then(() => true, (error: unknown) => {
+  const ok = await runtime.stop({ leaveGroup: config.leaveGroup }).then(() => true, (error: unknown) => {
     logger.error({ err: error }, 'bench instance B: stop failed');
     return false;
   });

@@ -43,10 +43,12 @@
  *    leave.max}.ms` (over A's staying partitions, in the same windows) and
  *    `rebalance.pause.max.ratio` (A's longest pause ÷ the baseline's) tell a pause of iqgate's
  *    from one the broker and this machine impose on any consumer.
- *  - librdkafka uses static membership: a gracefully stopped member sends no LeaveGroup, so its
- *    partitions come back only when its session times out. The bench runs librdkafka with
- *    sessionTimeoutMs SCALE_SESSION_TIMEOUT_MS (default 6000); kafkajs (which leaves the group)
- *    with the runtime's default unless SCALE_KAFKAJS_SESSION_TIMEOUT_MS is set.
+ *  - librdkafka uses static membership: a plainly stopped member keeps its place until its
+ *    session times out, and only then do its partitions come back. B goes for good, so it stops
+ *    with stop({ leaveGroup: true }), which takes it out of the group at once (a scale-down);
+ *    SCALE_B_LEAVE_GROUP=0 stops it plainly. The bench runs librdkafka with sessionTimeoutMs
+ *    SCALE_SESSION_TIMEOUT_MS (default 6000); kafkajs (which always leaves the group) with the
+ *    runtime's default unless SCALE_KAFKAJS_SESSION_TIMEOUT_MS is set.
  * Then stop() of A with its N tasks (last commits, leaving the group, closing producers and stores).
  *
  * Baseline, once per run on the first client's topic: a plain kafkajs consumer in its own group
@@ -94,6 +96,8 @@ const SETTLE_MS = 5_000;
 const BOOT_SETTLE_MS = 2_000;
 /** Between the settled join and B's stop. */
 const HOLD_MS = Number(process.env.SCALE_HOLD_S ?? 3) * 1000;
+/** B goes for good, so it stops with leaveGroup (a scale-down); SCALE_B_LEAVE_GROUP=0: a plain stop. */
+const B_LEAVES_GROUP = process.env.SCALE_B_LEAVE_GROUP !== '0';
 const SAMPLE_MS = 50;
 const SESSION_TIMEOUT_MS: Record<ScaleClient, number | undefined> = {
   librdkafka: Number(process.env.SCALE_SESSION_TIMEOUT_MS ?? 6000),
@@ -873,6 +877,7 @@ class InstanceB extends BenchChild<FromInstance> {
       client: run.client,
       partitions: N,
       sessionTimeoutMs: run.sessionTimeoutMs,
+      leaveGroup: B_LEAVES_GROUP,
       logFile,
       logLevel: LOG_LEVEL,
       kafkaLogLevel: KAFKA_LOG_LEVEL,
@@ -1276,7 +1281,7 @@ async function main(): Promise<void> {
   const experiments = applyExperiments();
   if (experiments.length > 0) note(`EXPERIMENT (not the runtime as shipped): ${experiments.join('; ')}`);
   note(`source: ${sourceState()}`);
-  note(`${N} partitions × ${RECORDS} records; clients ${CLIENTS.join(', ')}; join/leave ${REBALANCE ? `at ${LOAD_RATE} records/s` : 'skipped'}; budget ${BUDGET_MS / 1000} s; load average ${load1()}; UV_THREADPOOL_SIZE ${process.env.UV_THREADPOOL_SIZE ?? 'unset (4)'} (npm run bench:scale sets 16, as the iqgate command does)`);
+  note(`${N} partitions × ${RECORDS} records; clients ${CLIENTS.join(', ')}; join/leave ${REBALANCE ? `at ${LOAD_RATE} records/s` : 'skipped'}; budget ${BUDGET_MS / 1000} s; B stops ${B_LEAVES_GROUP ? 'with' : 'without'} leaveGroup; load average ${load1()}; UV_THREADPOOL_SIZE ${process.env.UV_THREADPOOL_SIZE ?? 'unset (4)'} (npm run bench:scale sets 16, as the iqgate command does)`);
   const broker = await brokers();
   // Quiet: right after topic creation kafkajs logs (and retries) NOT_LEADER and coordinator-not-available errors.
   const kafka = new Kafka({ clientId: 'bench-scale', brokers: broker.brokers, logLevel: logLevel.NOTHING });

@@ -37,7 +37,7 @@ export { StreamsBuilder, KStream, KGroupedStream, KTable } from './processing/st
 export { TopologyBuilder, type Topology, type ProcessorContext, type ProcessorFn, type StreamRecord, type TypedStore } from './processing/topology.js';
 
 // runtime
-export { createRuntime, Runtime, type RuntimeConfig, type RuntimeState, type TaskOwner } from './runtime/runtime.js';
+export { createRuntime, Runtime, type RuntimeConfig, type RuntimeState, type RuntimeStopOptions, type TaskOwner } from './runtime/runtime.js';
 export type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 export { installShutdownHooks } from './runtime/shutdown-hooks.js';
 export { createLogger, logFormatFor, LOG_FORMATS, type LogFormat, type LoggerOptions } from './runtime/create-logger.js';

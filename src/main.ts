@@ -37,6 +37,9 @@
  *   IQGATE_ADVERTISED_URL        this instance's GraphQL URL as other instances reach it
  *                                (e.g. http://10.0.0.5:4000/graphql); set it on every instance
  *                                of a group and each forwards key lookups to the owner
+ *   IQGATE_LEAVE_GROUP_ON_STOP   true | false (default: the module's, else false): whether a
+ *                                graceful stop takes the instance out of its consumer group at
+ *                                once (a scale-down) or keeps its place for a restart (librdkafka)
  */
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,6 +78,7 @@ export const envSchema = z.object({
   IQGATE_LOG_LEVEL: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).optional(),
   IQGATE_LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
   IQGATE_KAFKA_CLIENT: z.enum(KAFKA_CLIENTS).optional(),
+  IQGATE_LEAVE_GROUP_ON_STOP: z.enum(['true', 'false']).optional(),
 });
 
 function readEnv(): z.output<typeof envSchema> {
@@ -133,6 +137,7 @@ export async function main(): Promise<void> {
       logger: createLogger({ level: logLevel, ...(env.IQGATE_LOG_FORMAT === undefined ? {} : { format: env.IQGATE_LOG_FORMAT }) }),
       ...(env.IQGATE_GUARANTEE === undefined ? {} : { processingGuarantee: env.IQGATE_GUARANTEE }),
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
+      ...(env.IQGATE_LEAVE_GROUP_ON_STOP === undefined ? {} : { leaveGroupOnStop: env.IQGATE_LEAVE_GROUP_ON_STOP === 'true' }),
     };
     // The gateway's modules (graphql-yoga and friends, ~600 files) load while the runtime opens
     // its state directory and joins its group, not before (bench:restart; an application module
@@ -164,7 +169,7 @@ export async function main(): Promise<void> {
 }
 
 /** What the environment decides, for the demo and for IQGATE_APP alike. */
-type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl'> & Pick<RuntimeConfig, 'logger'> & {
+type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop'> & Pick<RuntimeConfig, 'logger'> & {
   readonly brokers: string[];
   readonly applicationId: string;
   readonly stateDir: string;

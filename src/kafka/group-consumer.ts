@@ -193,6 +193,7 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
     }
   }
 
+  /** kafkajs members are dynamic: disconnect() sends LeaveGroup, so there is no `leaveGroup` to choose. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.owners.stop();

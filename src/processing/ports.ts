@@ -104,6 +104,11 @@ export interface PartitionOwner extends TopicPartition {
 }
 
 /** The application's group consumer (read_committed, manual offsets). */
+export interface ConsumerStopOptions {
+  /** A static member leaves the group too (default false: it keeps its place until its session times out). */
+  readonly leaveGroup?: boolean;
+}
+
 export interface GroupConsumerPort {
   run(handlers: ConsumerHandlers): Promise<void>;
   pause(partitions: readonly TopicPartition[]): void;
@@ -112,7 +117,14 @@ export interface GroupConsumerPort {
   seek(position: TopicPartitionOffset): void;
   /** Plain (non-transactional) offset commit, for at-least-once. */
   commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void>;
-  stop(): Promise<void>;
+  /**
+   * Leaves the fetch loop and closes the consumer. A dynamic member leaves the group as it
+   * closes. A static member (librdkafka with group.instance.id, KIP-345) keeps its place until
+   * its session times out, so that a restart takes it back without a rebalance — unless
+   * `leaveGroup` is set: then it is taken out of the group at once and its partitions go to the
+   * other members now (a scale-down; Kafka Streams' `close(CloseOptions.leaveGroup(true))`).
+   */
+  stop(options?: ConsumerStopOptions): Promise<void>;
   /**
    * The whole group's partition → URL map as of the last completed rebalance (learned in the
    * background after each join; empty until then). Optional: in-memory fakes may omit it.
@@ -124,6 +136,12 @@ export interface GroupConsumerPort {
    * partition is revoked and re-assigned, positions re-read from the broker.
    */
   readonly cooperative?: boolean;
+  /**
+   * True for a static member (KIP-345, group.instance.id): it keeps its place in the group
+   * across a stop until its session times out, unless stop() is given `leaveGroup`. False or
+   * absent: a dynamic member, which leaves the group whenever it stops.
+   */
+  readonly staticMember?: boolean;
 }
 
 /**

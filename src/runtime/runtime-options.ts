@@ -68,6 +68,15 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
    */
   stopTimeoutMs: z.number().int().positive().default(20_000),
   /**
+   * Whether stop() takes this instance out of its consumer group at once. It matters under
+   * static membership (librdkafka with a state directory), whose members keep their place
+   * until their session times out: false (the default, as Kafka Streams' close()) lets a restart
+   * on the same state directory take the place back without a rebalance; true gives the
+   * partitions to the other instances now, for an instance that goes for good (a scale-down;
+   * Kafka Streams' `close(CloseOptions.leaveGroup(true))`). stop({ leaveGroup }) overrides it.
+   */
+  leaveGroupOnStop: z.boolean().default(false),
+  /**
    * The Kafka client under the ports: `librdkafka` (@confluentinc/kafka-javascript, native;
    * exactly-once v2 with one transaction per instance, cooperative rebalancing, static
    * membership), `kafkajs` (pure JavaScript; a transaction per task), or `auto`: librdkafka

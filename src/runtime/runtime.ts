@@ -58,6 +58,11 @@ export interface RuntimeConfig extends RuntimeOptionsInput {
   readonly ports?: KafkaPorts;
 }
 
+export interface RuntimeStopOptions {
+  /** Take this instance out of its consumer group at once (see Runtime.stop). Default: the `leaveGroupOnStop` option. */
+  readonly leaveGroup?: boolean;
+}
+
 export interface StoreDefinitionInfo {
   readonly storeName: string;
   readonly keySerde: Serde<unknown>;
@@ -81,6 +86,8 @@ export class Runtime {
   private readonly partitionsOfStore = new Map<string, number>();
   private readonly partitionsOfRepartition = new Map<string, number>();
   private stopRequested = false;
+  /** Whether the consumer leaves its group when the runtime stops (stop()'s `leaveGroup`). */
+  private leaveGroupOnStop: boolean;
   private readonly startupRetry: StartupRetry;
   private readonly locator: StoreLocator;
   private consumerRun: Promise<void> | null = null;
@@ -117,6 +124,7 @@ export class Runtime {
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
+    this.leaveGroupOnStop = this.options.leaveGroupOnStop;
     this.queryShare = new QueryShare(this.options.queryShare, this.options.processingSliceMs);
     this.advertised = this.options.advertisedUrl;
     this.topology = config.topology;
@@ -295,8 +303,15 @@ export class Runtime {
     void this.shutdownWithin(false).then(() => this.rejectDone(error), () => this.rejectDone(error));
   }
 
-  /** Graceful stop: commits processed records, leaves the group, closes stores and clients. */
-  async stop(): Promise<void> {
+  /**
+   * Graceful stop: commits processed records, leaves the group, closes stores and clients.
+   * `leaveGroup` (default: the `leaveGroupOnStop` option) matters under static membership (the
+   * librdkafka client with a state directory): true takes this instance out of the group at once,
+   * so the others take its partitions now (a scale-down); false keeps its place until its session
+   * times out, so a restart on the same state directory takes it back without a rebalance.
+   */
+  async stop(options: RuntimeStopOptions = {}): Promise<void> {
+    this.leaveGroupOnStop = options.leaveGroup ?? this.leaveGroupOnStop;
     this.stopRequested = true;
     this.startupRetry.wake();
     if (this.state === 'STOPPED') return;
@@ -345,7 +360,7 @@ export class Runtime {
     const manager = this.manager;
     if (manager !== null) {
       if (commit) await manager.commitAll();
-      await this.ports?.consumer.stop().catch((error: unknown) => this.logger.warn({ err: error }, 'consumer stop failed'));
+      await this.ports?.consumer.stop({ leaveGroup: this.leaveGroupOnStop }).catch((error: unknown) => this.logger.warn({ err: error }, 'consumer stop failed'));
       await manager.closeAll();
     }
     await this.release();

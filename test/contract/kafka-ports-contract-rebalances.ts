@@ -17,7 +17,7 @@ function split(a: Member, b: Member, all: readonly TopicPartition[]): boolean {
 
 export function describeRebalanceContract(ctx: ContractContext): void {
   const timeout = ctx.driver.testTimeoutMs;
-  const { cooperative } = ctx.driver.capabilities;
+  const { cooperative, staticMembership } = ctx.driver.capabilities;
 
   describe('rebalances', () => {
     it('a second member splits the partitions with the first, without overlap; records go to their owner only; a member that stops gives its partitions back', async () => {
@@ -95,6 +95,45 @@ export function describeRebalanceContract(ctx: ContractContext): void {
       await ctx.driver.produce(topic, all.map((tp) => ({ partition: tp.partition, key: 'k4', value: `v${tp.partition}-4` })));
       await ctx.eventually('the new records at their owners', () => kept.every((tp) => first.offsets(tp).includes(4)) && moved.every((tp) => second.offsets(tp).includes(4)));
       for (const tp of kept) expect(first.offsets(tp), `retained partition ${tp.partition}`).toEqual([0, 1, 2, 3, 4]);
+    }, timeout);
+
+    // A session far longer than the driver's wait: whatever moves within the wait did not wait for it.
+    const LONG_SESSION_MS = 60_000;
+
+    it.skipIf(!staticMembership)('static: a member that stops with leaveGroup gives its partitions back at once, not when its session times out', async () => {
+      const [topic] = await ctx.topics(1, PARTITIONS) as [string];
+      const all = partitionsOf(topic, PARTITIONS);
+      const config = ctx.config({ topics: [topic] });
+      const first = await ctx.member(ctx.ports(config));
+      await ctx.eventually('the first member\'s assignment', () => first.assignment.length === PARTITIONS);
+      const leaving = await ctx.member(ctx.ports({ ...config, groupInstanceId: ctx.name('instance'), sessionTimeoutMs: LONG_SESSION_MS }));
+      await ctx.eventually('the partitions split between the members', () => split(first, leaving, all));
+
+      await leaving.ports.consumer.stop({ leaveGroup: true });
+      await ctx.eventually('every partition back at the first member', () => first.assignment.length === PARTITIONS);
+      expect(first.assignment).toEqual(all);
+    }, timeout);
+
+    it.skipIf(!staticMembership)('static: a member that stops without leaveGroup keeps its place; its restart gets its partitions back and no other member had them meanwhile', async () => {
+      const [topic] = await ctx.topics(1, PARTITIONS) as [string];
+      const all = partitionsOf(topic, PARTITIONS);
+      const config = ctx.config({ topics: [topic] });
+      const first = await ctx.member(ctx.ports(config));
+      await ctx.eventually('the first member\'s assignment', () => first.assignment.length === PARTITIONS);
+      const staticConfig = { ...config, groupInstanceId: ctx.name('instance'), sessionTimeoutMs: LONG_SESSION_MS };
+      const before = await ctx.member(ctx.ports(staticConfig));
+      await ctx.eventually('the partitions split between the members', () => split(first, before, all));
+      const its = before.assignment;
+      const firstHad = first.assignments.length;
+
+      await before.ports.consumer.stop();
+      const restarted = await ctx.member(ctx.ports(staticConfig));
+      await ctx.eventually('the restarted member\'s partitions', () => restarted.assignment.length > 0);
+      expect(restarted.assignment).toEqual(its);
+      // The first member heard of no new assignment (a rebalance would have given it the static
+      // member's partitions, or announced a new split).
+      expect(first.assignments.slice(firstHad).map((a) => a.partitions), 'assignments of the first member after the split').toEqual([]);
+      expect(first.assignment).toEqual(sorted(all.filter((tp) => !its.some((o) => same(o, tp)))));
     }, timeout);
   });
 }

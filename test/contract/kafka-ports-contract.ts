@@ -37,10 +37,11 @@ export function describeKafkaPortsContract(name: string, driver: KafkaPortsDrive
 }
 
 function describeCapabilities(ctx: ContractContext): void {
-  it('declares the capabilities its ports have (streamProducer, cooperative), so no spec is skipped that it could pass', () => {
-    const config = ctx.config();
+  it('declares the capabilities its ports have (streamProducer, cooperative, staticMembership), so no spec is skipped that it could pass', () => {
+    const config = ctx.config({ groupInstanceId: ctx.name('instance') });
     const ports = ctx.ports(config);
-    expect({ streamProducer: ports.streamProducer !== undefined, cooperative: ports.consumer.cooperative === true }).toEqual(ctx.driver.capabilities);
+    expect({ streamProducer: ports.streamProducer !== undefined, cooperative: ports.consumer.cooperative === true, staticMembership: ports.consumer.staticMember === true })
+      .toEqual(ctx.driver.capabilities);
     if (ports.streamProducer !== undefined) expect(ports.streamProducer.transactionalId).toBe(config.transactionalId);
   }, ctx.driver.testTimeoutMs);
 }

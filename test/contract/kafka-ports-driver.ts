@@ -13,6 +13,10 @@ export interface PortsConfig {
   readonly topics: readonly string[];
   /** The instance's transactional id: the stream producer's, where the adapter has one. */
   readonly transactionalId: string;
+  /** group.instance.id: a static member (KIP-345), where the adapter has static membership. */
+  readonly groupInstanceId?: string;
+  /** The consumer's session timeout, instead of the driver's short one. */
+  readonly sessionTimeoutMs?: number;
 }
 
 /** A record written outside any transaction, straight to a partition. */
@@ -34,6 +38,8 @@ export interface KafkaPortsCapabilities {
   readonly streamProducer: boolean;
   /** `ports.consumer.cooperative` is true: incremental rebalances announced by onRevoked. False: eager. */
   readonly cooperative: boolean;
+  /** `PortsConfig.groupInstanceId` makes the consumer a static member (`ports.consumer.staticMember`). */
+  readonly staticMembership: boolean;
 }
 
 export interface KafkaPortsDriver {

@@ -12,7 +12,8 @@
  *   partitions are given up only after onRevoked() resolved — after their tasks committed.
  * - Static membership (`group.instance.id`, KIP-345) when an instance id is given: a restart
  *   of the same instance takes its place in the group back without a rebalance and without
- *   waiting out the session of the member it replaces.
+ *   waiting out the session of the member it replaces. A stop with `leaveGroup` takes the
+ *   member out of the group at once instead (a scale-down).
  * - Partitions added by a rebalance are paused at once (before any record reaches a task that
  *   is still restoring); the task manager seeks and resumes them when their task is open.
  * - A seek wins over records fetched before it. librdkafka versions each partition's queue: a
@@ -26,7 +27,7 @@
  *   waits for the seek itself to reach librdkafka (the binding seeks from libuv's pool).
  */
 import type { KafkaConsumer, LibrdKafkaError, Message, TopicPartition as RdTopicPartition } from '@confluentinc/kafka-javascript';
-import type { ConsumerHandlers, GroupConsumerPort, Headers, InputRecord, TopicPartition, TopicPartitionOffset } from '../../processing/ports.js';
+import type { ConsumerHandlers, ConsumerStopOptions, GroupConsumerPort, Headers, InputRecord, TopicPartition, TopicPartitionOffset } from '../../processing/ports.js';
 import type { GroupSettings } from '../group-settings.js';
 import type { KafkaLogSink } from '../kafka-client.js';
 import type { RdkafkaModule } from './native.js';
@@ -38,6 +39,11 @@ export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   readonly clientId: string;
   /** group.instance.id (static membership); absent: a dynamic member. */
   readonly groupInstanceId?: string;
+  /**
+   * Takes the static member with this instance id out of the group (static-member-removal.ts),
+   * for stop({ leaveGroup: true }): librdkafka sends no LeaveGroup for a static member.
+   */
+  readonly removeStaticMember?: (groupInstanceId: string) => Promise<void>;
   /** Records per consume() call (default 500: turning them into JavaScript objects is one synchronous stretch). */
   readonly batchSize?: number;
   readonly log?: KafkaLogSink;
@@ -62,6 +68,7 @@ const BENIGN = new Set([-185 /* _TIMED_OUT */, -191 /* _PARTITION_EOF */]);
 
 export class RdkafkaGroupConsumer implements GroupConsumerPort {
   readonly cooperative = true;
+  readonly staticMember: boolean;
   private readonly consumer: KafkaConsumer;
   private handlers: ConsumerHandlers | null = null;
   private running = false;
@@ -90,6 +97,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   private loopDone: Promise<void> = Promise.resolve();
 
   constructor(rd: RdkafkaModule, private readonly options: RdkafkaGroupConsumerOptions) {
+    this.staticMember = options.groupInstanceId !== undefined;
     this.consumer = new rd.KafkaConsumer({
       'bootstrap.servers': options.brokers.join(','),
       'client.id': options.clientId,
@@ -401,7 +409,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     }
   }
 
-  async stop(): Promise<void> {
+  async stop(options: ConsumerStopOptions = {}): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     this.running = false;
@@ -413,6 +421,11 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       }
       this.consumer.disconnect(() => resolve());
     });
+    // Only once closed: a member that still heartbeats would join the group again.
+    const instanceId = this.options.groupInstanceId;
+    if (options.leaveGroup === true && instanceId !== undefined && this.options.removeStaticMember !== undefined) {
+      await this.options.removeStaticMember(instanceId);
+    }
   }
 }
 

@@ -11,13 +11,14 @@ import type { AdminPort, KafkaPorts } from '../../processing/ports.js';
 import { KafkaChangelogReader } from '../changelog-reader.js';
 import { createKafka, type KafkaClientOptions } from '../kafka-client.js';
 import { KafkaAdmin } from '../kafka-admin.js';
+import { removeStaticMember } from '../static-member-removal.js';
 import { createTaskProducerFactory } from '../task-producer-factory.js';
 import type { RdkafkaModule } from './native.js';
 import { RdkafkaGroupConsumer, type RdkafkaGroupConsumerOptions } from './rdkafka-group-consumer.js';
 import { RdkafkaStreamProducer } from './rdkafka-stream-producer.js';
 
 export interface RdkafkaPortsOptions extends KafkaClientOptions {
-  readonly consumer: Omit<RdkafkaGroupConsumerOptions, 'brokers' | 'clientId' | 'log'>;
+  readonly consumer: Omit<RdkafkaGroupConsumerOptions, 'brokers' | 'clientId' | 'log' | 'removeStaticMember'>;
   /** The instance's transactional id (exactly-once v2). */
   readonly transactionalId: string;
   readonly transactionTimeoutMs?: number;
@@ -29,6 +30,7 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     ...options.consumer,
     brokers: options.brokers,
     clientId: options.clientId,
+    removeStaticMember: (instanceId) => removeStaticMember(kafka, options.clientId, options.consumer.groupId, instanceId),
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   const streamProducer = new RdkafkaStreamProducer(rd, {

@@ -7,7 +7,7 @@ import { describeKafkaPortsContract } from '../../contract/kafka-ports-contract.
 import { FAST_GROUP, realBrokerDriver } from './real-broker-driver.js';
 
 describeKafkaPortsContract('kafkajs', realBrokerDriver({
-  capabilities: { streamProducer: false, cooperative: false },
+  capabilities: { streamProducer: false, cooperative: false, staticMembership: false },
   createPorts: (brokers, config) => createKafkaPorts({
     brokers,
     clientId: `contract-${config.groupId}`,

@@ -10,7 +10,7 @@ const broker = new FakeBroker();
 const noFailures = { send: false, commit: false };
 
 describeKafkaPortsContract('in-memory fake', {
-  capabilities: { streamProducer: true, cooperative: false },
+  capabilities: { streamProducer: true, cooperative: false, staticMembership: false },
   waitMs: 2_000,
   testTimeoutMs: 5_000,
   createTopics: async (topics, partitions) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TaskProducer } from '../../../src/processing/ports.js';
+import type { ConsumerStopOptions, TaskProducer } from '../../../src/processing/ports.js';
 import type { StreamTask } from '../../../src/processing/stream-task.js';
 import { createRuntime } from '../../../src/runtime/runtime.js';
 import { createInMemoryStoreEngine } from '../../../src/store/index.js';
@@ -44,5 +44,34 @@ describe('stopping the runtime', () => {
     expect(portsClosed).toBe(true);
     expect(created).toHaveLength(1);
     await engine.close();
+  });
+});
+
+describe('leaving the group on stop', () => {
+  async function stoppedWith(options: { leaveGroupOnStop?: boolean }, stop: Parameters<ReturnType<typeof createRuntime>['stop']>[0]): Promise<unknown[]> {
+    const broker = brokerWithTopics(['in', 'out']);
+    const ports = fakePorts(broker, 'app');
+    const asked: unknown[] = [];
+    const consumerStop = ports.consumer.stop.bind(ports.consumer);
+    ports.consumer.stop = async (stopOptions?: ConsumerStopOptions) => {
+      asked.push(stopOptions);
+      await consumerStop();
+    };
+    const runtime = createRuntime({
+      brokers: '127.0.0.1:1', applicationId: 'app', logLevel: 'silent', topology: countTopology(),
+      ports, storeEngine: createInMemoryStoreEngine(), ...options,
+    });
+    await runtime.start();
+    ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await waitFor(() => runtime.localTasks()[0]?.state === 'RUNNING', 5000, 5);
+    await runtime.stop(stop);
+    return asked;
+  }
+
+  it('keeps a static member\'s place by default (a restart takes it back), and leaves when leaveGroupOnStop or stop({ leaveGroup }) says so', async () => {
+    expect(await stoppedWith({}, undefined)).toEqual([{ leaveGroup: false }]);
+    expect(await stoppedWith({ leaveGroupOnStop: true }, undefined)).toEqual([{ leaveGroup: true }]);
+    expect(await stoppedWith({}, { leaveGroup: true })).toEqual([{ leaveGroup: true }]);
+    expect(await stoppedWith({ leaveGroupOnStop: true }, { leaveGroup: false })).toEqual([{ leaveGroup: false }]);
   });
 });
