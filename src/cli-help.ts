@@ -25,7 +25,7 @@ export const START_ENVIRONMENT: readonly EnvironmentEntry[] = [
   { name: 'IQGATE_STATE_DIR', flag: 'state-dir', default: '.tmp/state/<app id>; a temporary directory with the local broker', description: 'LevelDB state directory' },
   { name: 'IQGATE_GUARANTEE', flag: 'guarantee', default: "the module's, else exactly_once", description: 'exactly_once | at_least_once' },
   { name: 'IQGATE_KAFKA_CLIENT', flag: 'kafka-client', default: 'auto', description: 'auto | librdkafka | kafkajs (auto: librdkafka when its native module loads)' },
-  { name: 'IQGATE_LEAVE_GROUP_ON_STOP', flag: 'leave-group-on-stop', default: "the module's, else false", description: 'true: a graceful stop takes this instance out of its consumer group at once (scale-down); false: a restart on the same state directory takes its place back without a rebalance' },
+  { name: 'IQGATE_LEAVE_GROUP_ON_STOP', flag: 'leave-group-on-stop', default: "the module's, else false", description: 'true: a graceful stop takes this instance out of its consumer group at once (scale-down); false: on librdkafka with a state directory (static membership) it keeps its place, so a restart takes it back without a rebalance' },
   { name: 'IQGATE_ADVERTISED_URL', flag: 'advertised-url', default: 'unset: nothing forwarded', description: "this instance's GraphQL URL as other instances reach it" },
   { name: 'IQGATE_LOG_LEVEL', flag: 'log-level', default: "the module's, else info", description: 'silent | fatal | error | warn | info | debug | trace' },
   { name: 'IQGATE_LOG_FORMAT', flag: 'log-format', default: 'pretty on a terminal, else json', description: 'pretty | json' },

@@ -14,9 +14,11 @@
  * kafkajs' Broker.leaveGroup() passes only a member id, so the request is built from kafkajs'
  * own v3 encoder and sent on the coordinator's connection, from a Cluster of our own
  * (kafkajs-cluster.ts). The member is closed before this is sent: a member that still heartbeats
- * would only join again.
+ * would only join again. The removal has a deadline of its own (a stop must not spend its budget
+ * here): past it, the cluster is disconnected and the member leaves when its session times out.
  */
 import type { Cluster, Kafka } from 'kafkajs';
+import { IqgateError } from '../errors.js';
 import { toIqgateError } from './kafka-errors.js';
 import { DetachedCluster } from './kafkajs-cluster.js';
 import { requireKafkajs } from './kafkajs-patches/kafkajs-patch.js';
@@ -27,27 +29,50 @@ interface LeaveGroupProtocol {
 }
 
 /** The part of kafkajs' Broker used here (src/broker/index.js; not in its type declarations). */
-interface CoordinatorBroker {
+export interface CoordinatorBroker {
   readonly connectionPool: { send(protocolRequest: unknown): Promise<unknown> };
 }
 
-/** Answers that name a coordinator that moved or is not ready yet: look it up again and retry. */
-const COORDINATOR_MOVED = new Set(['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE', 'COORDINATOR_LOAD_IN_PROGRESS']);
+/** What the removal needs of a kafkajs Cluster (a seam for the unit tests). */
+export interface CoordinatorLink {
+  connect(): Promise<void>;
+  coordinator(groupId: string): Promise<CoordinatorBroker>;
+  disconnect(): Promise<void>;
+}
+
+/**
+ * kafkajs' names (src/protocol/error.js) for a coordinator that moved or is not ready yet
+ * (codes 16, 15, 14): look it up again and retry.
+ */
+const COORDINATOR_MOVED = new Set(['NOT_COORDINATOR_FOR_GROUP', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'GROUP_LOAD_IN_PROGRESS']);
 const ATTEMPTS = 3;
+export const REMOVAL_DEADLINE_MS = 5_000;
 
 /**
  * Removes the member with `groupInstanceId` from `groupId`. A member that is not in the group
  * (UNKNOWN_MEMBER_ID: its session already timed out, or it never joined) counts as removed.
- * Failures are IqgateErrors; the member then leaves when its session times out, as without this.
+ * Failures, and no answer within REMOVAL_DEADLINE_MS, are IqgateErrors; the member then leaves
+ * when its session times out, as without this.
  */
 export async function removeStaticMember(kafka: Kafka, clientTag: string, groupId: string, groupInstanceId: string): Promise<void> {
-  const leaveGroup = (requireKafkajs('kafkajs/src/protocol/requests/leaveGroup/index.js') as LeaveGroupProtocol).protocol({ version: 3 });
   const detached = new DetachedCluster(kafka, `${clientTag}-leave`);
-  try {
-    await detached.connect();
-    for (let attempt = 1; ; attempt += 1) {
+  await removeThrough({
+    connect: () => detached.connect(),
+    coordinator: (group) => coordinatorOf(detached.cluster, group),
+    disconnect: () => detached.disconnect(),
+  }, groupId, groupInstanceId);
+}
+
+export async function removeThrough(link: CoordinatorLink, groupId: string, groupInstanceId: string, deadlineMs = REMOVAL_DEADLINE_MS): Promise<void> {
+  const leaveGroup = (requireKafkajs('kafkajs/src/protocol/requests/leaveGroup/index.js') as LeaveGroupProtocol).protocol({ version: 3 });
+  const context = `remove static member ${groupInstanceId} from group ${groupId}`;
+  let expired = false;
+  const attempts = async (): Promise<void> => {
+    await link.connect();
+    for (let attempt = 1; !expired; attempt += 1) {
       try {
-        const coordinator = await coordinatorOf(detached.cluster, groupId);
+        const coordinator = await link.coordinator(groupId);
+        if (expired) return;
         await coordinator.connectionPool.send(leaveGroup({ groupId, memberId: '', groupInstanceId }));
         return;
       } catch (error) {
@@ -57,10 +82,21 @@ export async function removeStaticMember(kafka: Kafka, clientTag: string, groupI
         await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
       }
     }
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      expired = true;
+      reject(new IqgateError('KAFKA_ERROR', `${context}: no answer within ${deadlineMs} ms`, { retriable: true }));
+    }, deadlineMs);
+  });
+  try {
+    await Promise.race([attempts(), deadline]);
   } catch (error) {
-    throw toIqgateError(error, `remove static member ${groupInstanceId} from group ${groupId}`);
+    throw toIqgateError(error, context);
   } finally {
-    await detached.disconnect();
+    clearTimeout(timer);
+    await link.disconnect();
   }
 }
 

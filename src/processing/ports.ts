@@ -103,12 +103,12 @@ export interface PartitionOwner extends TopicPartition {
   readonly url: string;
 }
 
-/** The application's group consumer (read_committed, manual offsets). */
 export interface ConsumerStopOptions {
   /** A static member leaves the group too (default false: it keeps its place until its session times out). */
   readonly leaveGroup?: boolean;
 }
 
+/** The application's group consumer (read_committed, manual offsets). */
 export interface GroupConsumerPort {
   run(handlers: ConsumerHandlers): Promise<void>;
   pause(partitions: readonly TopicPartition[]): void;

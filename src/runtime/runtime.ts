@@ -304,14 +304,15 @@ export class Runtime {
   }
 
   /**
-   * Graceful stop: commits processed records, leaves the group, closes stores and clients.
-   * `leaveGroup` (default: the `leaveGroupOnStop` option) matters under static membership (the
-   * librdkafka client with a state directory): true takes this instance out of the group at once,
-   * so the others take its partitions now (a scale-down); false keeps its place until its session
-   * times out, so a restart on the same state directory takes it back without a rebalance.
+   * Graceful stop: commits processed records, closes the consumer (a dynamic member leaves the
+   * group), closes stores and clients. `leaveGroup` (default: the `leaveGroupOnStop` option)
+   * matters under static membership (the librdkafka client with a state directory): true takes
+   * this instance out of the group at once, so the others take its partitions now (a
+   * scale-down); false keeps its place until its session times out, so a restart on the same
+   * state directory takes it back without a rebalance. The call that starts the stop decides;
+   * a later call waits for that stop.
    */
   async stop(options: RuntimeStopOptions = {}): Promise<void> {
-    this.leaveGroupOnStop = options.leaveGroup ?? this.leaveGroupOnStop;
     this.stopRequested = true;
     this.startupRetry.wake();
     if (this.state === 'STOPPED') return;
@@ -336,6 +337,7 @@ export class Runtime {
       this.resolveDone();
       return;
     }
+    this.leaveGroupOnStop = options.leaveGroup ?? this.leaveGroupOnStop;
     this.transition('STOPPING');
     await this.shutdownWithin(true);
     this.transition('STOPPED');
@@ -360,7 +362,9 @@ export class Runtime {
     const manager = this.manager;
     if (manager !== null) {
       if (commit) await manager.commitAll();
-      await this.ports?.consumer.stop({ leaveGroup: this.leaveGroupOnStop }).catch((error: unknown) => this.logger.warn({ err: error }, 'consumer stop failed'));
+      // Only a graceful stop leaves: a failed instance (say fenced, because another process runs
+      // with its identity) must not take its group.instance.id's current holder out of the group.
+      await this.ports?.consumer.stop({ leaveGroup: commit && this.leaveGroupOnStop }).catch((error: unknown) => this.logger.warn({ err: error }, 'consumer stop failed'));
       await manager.closeAll();
     }
     await this.release();

@@ -73,6 +73,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   private handlers: ConsumerHandlers | null = null;
   private running = false;
   private stopping = false;
+  private stopped: Promise<void> | null = null;
   private readonly assigned = new Map<string, TopicPartition>();
   private consumeSeq = 0;
   /** Partitions the task manager paused. */
@@ -409,8 +410,13 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     }
   }
 
-  async stop(options: ConsumerStopOptions = {}): Promise<void> {
-    if (this.stopping) return;
+  /** The first call decides whether a static member leaves; later calls wait for its stop. */
+  stop(options: ConsumerStopOptions = {}): Promise<void> {
+    this.stopped ??= this.close(options);
+    return this.stopped;
+  }
+
+  private async close(options: ConsumerStopOptions): Promise<void> {
     this.stopping = true;
     this.running = false;
     await this.loopDone;

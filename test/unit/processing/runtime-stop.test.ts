@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ConsumerStopOptions, TaskProducer } from '../../../src/processing/ports.js';
 import type { StreamTask } from '../../../src/processing/stream-task.js';
-import { createRuntime } from '../../../src/runtime/runtime.js';
+import { createRuntime, type Runtime, type RuntimeStopOptions } from '../../../src/runtime/runtime.js';
 import { createInMemoryStoreEngine } from '../../../src/store/index.js';
-import { fakePorts } from './fake-kafka.js';
+import { fakePorts, type FakeBroker } from './fake-kafka.js';
 import { send } from './manager-harness.js';
-import { brokerWithTopics, countTopology, waitFor } from './processing-fixture.js';
+import { brokerWithTopics, countingProcessorTopology, countTopology, waitFor } from './processing-fixture.js';
 
 describe('stopping the runtime', () => {
   it('finishes within stopTimeoutMs when the last commit hangs (broker gone), closing the Kafka clients', async () => {
@@ -48,7 +48,8 @@ describe('stopping the runtime', () => {
 });
 
 describe('leaving the group on stop', () => {
-  async function stoppedWith(options: { leaveGroupOnStop?: boolean }, stop: Parameters<ReturnType<typeof createRuntime>['stop']>[0]): Promise<unknown[]> {
+  /** Runs a runtime on fake ports until `end` stops it; returns what consumer.stop() was asked. */
+  async function stopsAsked(options: { leaveGroupOnStop?: boolean }, end: (runtime: Runtime, broker: FakeBroker, ports: ReturnType<typeof fakePorts>) => Promise<void>, topology = countTopology()): Promise<unknown[]> {
     const broker = brokerWithTopics(['in', 'out']);
     const ports = fakePorts(broker, 'app');
     const asked: unknown[] = [];
@@ -58,20 +59,33 @@ describe('leaving the group on stop', () => {
       await consumerStop();
     };
     const runtime = createRuntime({
-      brokers: '127.0.0.1:1', applicationId: 'app', logLevel: 'silent', topology: countTopology(),
+      brokers: '127.0.0.1:1', applicationId: 'app', logLevel: 'silent', topology,
       ports, storeEngine: createInMemoryStoreEngine(), ...options,
     });
     await runtime.start();
     ports.consumer.assign([{ topic: 'in', partition: 0 }]);
     await waitFor(() => runtime.localTasks()[0]?.state === 'RUNNING', 5000, 5);
-    await runtime.stop(stop);
+    await end(runtime, broker, ports);
     return asked;
   }
+  const stop = (options?: RuntimeStopOptions) => (runtime: Runtime) => runtime.stop(options);
 
   it('keeps a static member\'s place by default (a restart takes it back), and leaves when leaveGroupOnStop or stop({ leaveGroup }) says so', async () => {
-    expect(await stoppedWith({}, undefined)).toEqual([{ leaveGroup: false }]);
-    expect(await stoppedWith({ leaveGroupOnStop: true }, undefined)).toEqual([{ leaveGroup: true }]);
-    expect(await stoppedWith({}, { leaveGroup: true })).toEqual([{ leaveGroup: true }]);
-    expect(await stoppedWith({ leaveGroupOnStop: true }, { leaveGroup: false })).toEqual([{ leaveGroup: false }]);
+    expect(await stopsAsked({}, stop())).toEqual([{ leaveGroup: false }]);
+    expect(await stopsAsked({ leaveGroupOnStop: true }, stop())).toEqual([{ leaveGroup: true }]);
+    expect(await stopsAsked({}, stop({ leaveGroup: true }))).toEqual([{ leaveGroup: true }]);
+    expect(await stopsAsked({ leaveGroupOnStop: true }, stop({ leaveGroup: false }))).toEqual([{ leaveGroup: false }]);
+  });
+
+  it('never leaves when the runtime fails: a failed instance must not take its instance id\'s current holder out of the group', async () => {
+    const failing = countingProcessorTopology((record) => {
+      if (record.key === 'boom') throw new Error('boom');
+    });
+    const asked = await stopsAsked({ leaveGroupOnStop: true }, async (runtime, broker, ports) => {
+      send(broker, 'in', 0, 'boom', 'x');
+      ports.consumer.deliver();
+      await expect(runtime.done).rejects.toMatchObject({ code: 'PROCESSING_FAILED' });
+    }, failing);
+    expect(asked).toEqual([{ leaveGroup: false }]);
   });
 });
