@@ -338,6 +338,7 @@ export class Runtime {
       return;
     }
     this.leaveGroupOnStop = options.leaveGroup ?? this.leaveGroupOnStop;
+    this.logger.info({ leaveGroup: this.leaveGroupOnStop }, 'stopping: last commits, then closing the consumer, tasks and clients');
     this.transition('STOPPING');
     await this.shutdownWithin(true);
     this.transition('STOPPED');
@@ -362,6 +363,7 @@ export class Runtime {
     const manager = this.manager;
     if (manager !== null) {
       if (commit) await manager.commitAll();
+      this.logger.debug({ commit }, 'stopping: commits done; closing the consumer');
       // Only a graceful stop leaves: a failed instance (say fenced, because another process runs
       // with its identity) must not take its group.instance.id's current holder out of the group.
       await this.ports?.consumer.stop({ leaveGroup: commit && this.leaveGroupOnStop }).catch((error: unknown) => this.logger.warn({ err: error }, 'consumer stop failed'));

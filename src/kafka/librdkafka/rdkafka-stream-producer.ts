@@ -64,6 +64,14 @@ export interface CallBudget {
    * only trades the wait for a rollback whose re-initialisation waits for it all the same.
    */
   readonly busyBudgetMs: number;
+  /**
+   * While an attempt times out (librdkafka's _TIMED_OUT, "resume by calling again"), the call
+   * goes on up to this long in all; absent, the plain budget. For commit: its flush ends within
+   * message.timeout.ms (every outstanding record is then acknowledged or timed out), so a resumed
+   * commit learns its verdict — committed, or abort-only — where giving up left it unknown (an
+   * abort is refused while a commit is left to resume) and every task of the cut re-opened.
+   */
+  readonly timedOutBudgetMs?: number;
   /** True once the client was disposed of (a stop, a failed commit's re-initialisation): no attempt more. */
   readonly abandoned?: () => boolean;
 }
@@ -82,6 +90,7 @@ export async function callRetrying(run: (timeoutMs: number, cb: Callback) => voi
   const started = Date.now();
   const deadline = started + budget.budgetMs;
   const busyDeadline = started + Math.max(budget.budgetMs, budget.busyBudgetMs);
+  const timedOutDeadline = started + Math.max(budget.budgetMs, budget.timedOutBudgetMs ?? 0);
   for (let attempt = 0, limit = deadline; ; attempt += 1) {
     const left = Math.max(1, Math.min(budget.budgetMs, limit - Date.now()));
     const attemptStarted = Date.now();
@@ -93,7 +102,7 @@ export async function callRetrying(run: (timeoutMs: number, cb: Callback) => voi
     const code = rdkafkaCode(error);
     const retriable = isRetriableTxnError(error);
     const busy = retriable && code !== undefined && BUSY.has(code);
-    limit = busy ? busyDeadline : deadline;
+    limit = busy ? busyDeadline : retriable && code === TIMED_OUT ? timedOutDeadline : deadline;
     const backoff = Math.min(500, 20 * 2 ** attempt, limit - Date.now() - 50);
     // One line per failed attempt: which error, librdkafka's flags, how long the attempt took
     // (librdkafka retries CONCURRENT_TRANSACTIONS itself within the attempt's timeout).
@@ -119,6 +128,8 @@ function flagsOf(error: unknown): Record<string, boolean> {
 
 /** RD_KAFKA_RESP_ERR__CONFLICT: "Conflicting <call> API call is already in progress". */
 const CONFLICT = -173;
+/** RD_KAFKA_RESP_ERR__TIMED_OUT: the call's timeout passed; it goes on in the background. */
+const TIMED_OUT = -185;
 
 /** The coordinator is busy or moving; the transaction itself is intact. */
 const COORDINATOR_BUSY = new Set([
@@ -189,6 +200,11 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     return this.options.callTimeoutMs ?? 10_000;
   }
 
+  /** transaction.timeout.ms, which librdkafka also makes message.timeout.ms (a record's delivery timeout). */
+  private get transactionTimeoutMs(): number {
+    return this.options.transactionTimeoutMs ?? 60_000;
+  }
+
   /** The budget of a call on `producer`, which a dispose() abandons. */
   private budgetFor(producer: Producer): CallBudget {
     return { budgetMs: this.timeout, busyBudgetMs: this.options.busyCoordinatorTimeoutMs ?? 60_000, abandoned: () => this.producer !== producer };
@@ -208,7 +224,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
       acks: -1,
       'linger.ms': 5,
       'queue.buffering.max.messages': 1_000_000,
-      'transaction.timeout.ms': this.options.transactionTimeoutMs ?? 60_000,
+      'transaction.timeout.ms': this.transactionTimeoutMs,
       // Java's default partitioner for keyed records (murmur2), which query routing computes too.
       partitioner: 'murmur2_random',
       dr_cb: false,
@@ -301,7 +317,10 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     // once EndTxn(commit) may have reached the coordinator (state CommittingTransaction and
     // later, or a commit call left to resume), so a confirmed abort still means nothing of the
     // transaction committed.
-    await this.failing(callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, this.budgetFor(producer), this.options.log));
+    // A flush that times out is resumed until its records' own timeout (message.timeout.ms, the
+    // transaction timeout) has surely passed: then the commit has a verdict (CallBudget).
+    const budget = { ...this.budgetFor(producer), timedOutBudgetMs: this.timeout + this.transactionTimeoutMs };
+    await this.failing(callRetrying((timeoutMs, cb) => producer.commitTransaction(timeoutMs, cb), `commit transaction ${this.transactionalId}`, budget, this.options.log));
     this.begun = null;
     this.begin();
   }

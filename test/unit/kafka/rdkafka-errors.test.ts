@@ -98,6 +98,19 @@ describe('librdkafka errors', () => {
     expect(Date.now() - movedStarted).toBeLessThan(2_500);
   });
 
+  it('resumes a call that timed out up to its timed-out budget (a commit whose flush outlasts an attempt), and no longer', async () => {
+    const slowFlush = (): ReturnType<typeof fakeCall> => fakeCall((elapsed) => (elapsed < 300 ? rdError(-185, { isRetriable: true }) : null));
+    await expect(callRetrying(slowFlush().run, 'commit', { budgetMs: 100, busyBudgetMs: 5_000, timedOutBudgetMs: 1_500 })).resolves.toBeUndefined();
+    // Without it, the plain budget: the same flush fails the call.
+    await expect(callRetrying(slowFlush().run, 'commit', { budgetMs: 100, busyBudgetMs: 5_000 })).rejects.toBeInstanceOf(IqgateError);
+    // Bounded: a flush that never ends fails the call once the timed-out budget is spent.
+    const endless = fakeCall(() => rdError(-185, { isRetriable: true }));
+    const started = Date.now();
+    await expect(callRetrying(endless.run, 'commit', { budgetMs: 100, busyBudgetMs: 5_000, timedOutBudgetMs: 500 })).rejects.toBeInstanceOf(IqgateError);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    expect(Date.now() - started).toBeLessThan(2_500);
+  });
+
   it('makes no attempt more once its client was abandoned', async () => {
     let abandoned = false;
     const stall = fakeCall(() => rdError(51, { isRetriable: true }));

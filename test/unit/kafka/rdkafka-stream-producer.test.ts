@@ -60,6 +60,26 @@ describe('RdkafkaStreamProducer', () => {
     await producer.close();
   });
 
+  it('resumes a commit whose flush timed out until its records have a verdict, so the outcome is known (abort-only) instead of unknown', async () => {
+    // bench:scale: a commit's flush timed out after its 10 s attempt (446 records outstanding);
+    // giving up there left the commit to resume, librdkafka refused the abort (_CONFLICT), and all
+    // 500 tasks of the cut were rolled back and re-opened. Resumed, the commit reports what became
+    // of its records: here they timed out, so the transaction is abort-only and the abort is confirmed.
+    const flushTimedOut = rdError(-185, { isRetriable: true });
+    const { rd, calls } = fakeRdkafka({ commit: [flushTimedOut, flushTimedOut, rdError(-192, { isTxnRequiresAbort: true })] });
+    const producer = new RdkafkaStreamProducer(rd, {
+      brokers: ['127.0.0.1:1'], clientId: 'test', transactionalId: 'tx', consumer: () => ({}) as never,
+      // The fake answers at once, so a budget of 0 ms is spent by the first answer.
+      callTimeoutMs: 1, transactionTimeoutMs: 5_000,
+    });
+    await producer.init();
+    producer.produce([{ topic: 't', partition: 0, key: null, value: Buffer.from('v') }]);
+    await expect(producer.commit()).rejects.toBeDefined();
+    expect(calls.filter((c) => c === 'commit')).toHaveLength(3);
+    expect(await producer.abortAfterFailure()).toBe(true);
+    await producer.close();
+  });
+
   it('calls the outcome known at once when the failure had ruled the transaction abort-only, and lets the abort settle in the background until the client goes', async () => {
     // bench:scale: EndTxn(abort) answered, then the epoch bump waited 22 s for the abort markers
     // (7.5 s in another run, after which every task processed again what it had meanwhile).
