@@ -42,6 +42,7 @@ export const START_ENVIRONMENT: readonly EnvironmentEntry[] = [
 export const KAFKA_ENVIRONMENT: readonly EnvironmentEntry[] = [
   { name: 'IQGATE_KAFKA_VERSION', default: 'the version in scripts/kafka/pom.xml', description: 'Apache Kafka 4.x version of the local broker' },
   { name: 'IQGATE_CACHE_DIR', default: '~/.cache/iqgate', description: "where the broker's jars are cached" },
+  { name: 'IQGATE_KAFKA_TMPDIR', default: '/dev/shm when it has 2 GiB free, else the OS temp directory', description: "where the broker's temporary data directory goes (in memory by default: its data dies with it)" },
 ];
 
 /** Read when the package is installed. */

@@ -16,7 +16,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -46,9 +46,10 @@ export interface BrokerOptions {
   /** Where the jars are cached. Default: $IQGATE_CACHE_DIR or ~/.cache/iqgate. */
   cacheDir?: string;
   /**
-   * Where the broker keeps its log segments. Default: a new temporary directory, removed on stop.
-   * A given directory is kept on stop, and a later start on it (same `ports`) restarts the same
-   * broker with its logs, offsets and transactions.
+   * Where the broker keeps its log segments. Default: a new temporary directory, removed on stop,
+   * under temporaryDataParent() (in memory where the machine allows). A given directory is kept
+   * on stop, and a later start on it (same `ports`) restarts the same broker with its logs,
+   * offsets and transactions.
    */
   dataDir?: string;
   /** Maximum time to wait until the broker answers describeCluster. Default 90 s. */
@@ -302,13 +303,37 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   }
 }
 
+/** Free space a memory file system needs before a temporary data directory goes there. */
+const IN_MEMORY_MIN_FREE_BYTES = 2 * 1024 ** 3;
+
+/**
+ * Where a temporary data directory goes: $IQGATE_KAFKA_TMPDIR if set; else /dev/shm (memory)
+ * where it exists with 2 GiB free; else the OS temp directory. The data of a temporary broker
+ * dies with it, so nothing is lost by keeping it in memory, and on a virtual machine's disk the
+ * broker's request threads stalled: every index entry it appends is a store into a memory-mapped
+ * index file (two per partition, 10 MB each), and with thousands of partitions most of those
+ * stores page-faulted into the file system (ext4) after writeback had cleaned the page. A
+ * profile (JFR) of bench:scale's broker put 30-50 % of its request threads' samples there, and
+ * transactional calls waited 10-20 s; on /dev/shm neither happened (docs/engine.md).
+ */
+export function temporaryDataParent(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.IQGATE_KAFKA_TMPDIR !== undefined && env.IQGATE_KAFKA_TMPDIR !== '') return env.IQGATE_KAFKA_TMPDIR;
+  try {
+    const fs = statfsSync('/dev/shm');
+    if (fs.bavail * fs.bsize >= IN_MEMORY_MIN_FREE_BYTES) return '/dev/shm';
+  } catch {
+    // no /dev/shm (macOS, Windows): the OS temp directory
+  }
+  return tmpdir();
+}
+
 async function startBrokerOnce(options: BrokerOptions): Promise<RunningBroker> {
   if (!commandExists('java', ['-version'])) {
     throw new BrokerError('JAVA_MISSING', 'java is not on PATH: the Kafka broker needs a Java 17+ runtime. Install OpenJDK 17 and retry.');
   }
   const libs = fetchBrokerJars(options);
   const ownsDataDir = options.dataDir === undefined;
-  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'iqgate-kafka-'));
+  const dataDir = options.dataDir ?? mkdtempSync(join(temporaryDataParent(), 'iqgate-kafka-'));
   mkdirSync(dataDir, { recursive: true });
   const brokerPort = options.ports?.broker ?? (await freePort());
   const controllerPort = options.ports?.controller ?? (await freePort());
