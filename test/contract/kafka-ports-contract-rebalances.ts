@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TopicPartition } from '../../src/processing/ports.js';
 import { partitionsOf, range, same, sorted, type ContractContext, type Member } from './kafka-ports-context.js';
+import type { PortsConfig } from './kafka-ports-driver.js';
 
 const PARTITIONS = 4;
 
@@ -100,14 +101,21 @@ export function describeRebalanceContract(ctx: ContractContext): void {
     // A session far longer than the driver's wait: whatever moves within the wait did not wait for it.
     const LONG_SESSION_MS = 60_000;
 
-    it.skipIf(!staticMembership)('static: a member that stops with leaveGroup gives its partitions back at once, not when its session times out', async () => {
+    /** A dynamic member with every partition, then a static member (long session) that splits them with it. */
+    async function dynamicThenStatic(): Promise<{ all: TopicPartition[]; first: Member; second: Member; staticConfig: PortsConfig }> {
       const [topic] = await ctx.topics(1, PARTITIONS) as [string];
       const all = partitionsOf(topic, PARTITIONS);
       const config = ctx.config({ topics: [topic] });
       const first = await ctx.member(ctx.ports(config));
       await ctx.eventually('the first member\'s assignment', () => first.assignment.length === PARTITIONS);
-      const leaving = await ctx.member(ctx.ports({ ...config, groupInstanceId: ctx.name('instance'), sessionTimeoutMs: LONG_SESSION_MS }));
-      await ctx.eventually('the partitions split between the members', () => split(first, leaving, all));
+      const staticConfig = { ...config, groupInstanceId: ctx.name('instance'), sessionTimeoutMs: LONG_SESSION_MS };
+      const second = await ctx.member(ctx.ports(staticConfig));
+      await ctx.eventually('the partitions split between the members', () => split(first, second, all));
+      return { all, first, second, staticConfig };
+    }
+
+    it.skipIf(!staticMembership)('static: a member that stops with leaveGroup gives its partitions back at once, not when its session times out', async () => {
+      const { all, first, second: leaving } = await dynamicThenStatic();
 
       await leaving.ports.consumer.stop({ leaveGroup: true });
       await ctx.eventually('every partition back at the first member', () => first.assignment.length === PARTITIONS);
@@ -115,14 +123,7 @@ export function describeRebalanceContract(ctx: ContractContext): void {
     }, timeout);
 
     it.skipIf(!staticMembership)('static: a member that stops without leaveGroup keeps its place; its restart gets its partitions back and no other member had them meanwhile', async () => {
-      const [topic] = await ctx.topics(1, PARTITIONS) as [string];
-      const all = partitionsOf(topic, PARTITIONS);
-      const config = ctx.config({ topics: [topic] });
-      const first = await ctx.member(ctx.ports(config));
-      await ctx.eventually('the first member\'s assignment', () => first.assignment.length === PARTITIONS);
-      const staticConfig = { ...config, groupInstanceId: ctx.name('instance'), sessionTimeoutMs: LONG_SESSION_MS };
-      const before = await ctx.member(ctx.ports(staticConfig));
-      await ctx.eventually('the partitions split between the members', () => split(first, before, all));
+      const { all, first, second: before, staticConfig } = await dynamicThenStatic();
       const its = before.assignment;
       const firstHad = first.assignments.length;
 
