@@ -9,13 +9,14 @@
  *  5. record-encoder               each record encoded into one exact-size buffer (CPU, garbage)
  *  6. shared-metadata              one copy of each topic's metadata per process (memory)
  *  7. targeted-metadata            no whole-cluster metadata at connect (start-up time, network)
+ *  8. partition-leader-lookup      partition leaders looked up in linear time (CPU while tasks open)
  *
  * Import this module before anything that imports kafkajs. Patches 1, 2 and 5 replace one of
  * kafkajs' files in Node's CommonJS module cache, which kafkajs then requires; a file kafkajs
  * has already loaded keeps its original (see kafkajs-patches/kafkajs-patch.ts). Loading kafkajs
  * loads the files of 1 and 2; that of 5 only with its first produce request. The others replace
  * methods on kafkajs' prototypes. All are installed here, in this order, when this module is
- * evaluated; the prototype patches load only kafkajs' cluster, network and encoder files, which
+ * evaluated; the prototype patches load only kafkajs' cluster, network, encoder and errors files, which
  * require none of the files that 1, 2 and 5 replace (the checks would fail otherwise).
  * createKafka() calls assertKafkajsPatched(), which runs every patch's check().
  */
@@ -26,6 +27,7 @@ import type { KafkajsPatch } from './kafkajs-patches/kafkajs-patch.js';
 import { recordEncoderPatch } from './kafkajs-patches/record-encoder.js';
 import { requestQueueTimerPatch } from './kafkajs-patches/request-queue-timer.js';
 import { sharedMetadataPatch } from './kafkajs-patches/shared-metadata.js';
+import { partitionLeaderLookupPatch } from './kafkajs-patches/partition-leader-lookup.js';
 import { targetedMetadataPatch } from './kafkajs-patches/targeted-metadata.js';
 
 export type { KafkajsPatch } from './kafkajs-patches/kafkajs-patch.js';
@@ -39,6 +41,7 @@ export const KAFKAJS_PATCHES: readonly KafkajsPatch[] = [
   recordEncoderPatch,
   sharedMetadataPatch,
   targetedMetadataPatch,
+  partitionLeaderLookupPatch,
 ];
 
 for (const patch of KAFKAJS_PATCHES) patch.install();

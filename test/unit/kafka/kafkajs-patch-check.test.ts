@@ -65,6 +65,7 @@ const kafkajsInternals = `
       metadata?.set,
       require('kafkajs/src/cluster/brokerPool').prototype.refreshMetadata,
       require('kafkajs/src/protocol/encoder').prototype.writeNullableArray,
+      require('kafkajs/src/cluster').prototype.findLeaderForPartitions,
     ];
   };`;
 
@@ -103,7 +104,7 @@ describe('the kafkajs patch check', () => {
   it('fails every patch\'s check() before its install(), naming the patch; the entry module lists every patch', async () => {
     const outcomes = JSON.parse(await inFreshProcess(`${loadPatches} console.log(JSON.stringify(outcomes()));`)) as Record<string, string>;
     expect(Object.keys(outcomes).sort()).toEqual([...names].sort());
-    expect(names).toHaveLength(7);
+    expect(names).toHaveLength(8);
     for (const name of names) expect(outcomes[name]).toBe(`INVALID_CONFIG ${name}`);
   }, 40_000);
 
@@ -143,6 +144,7 @@ describe('the kafkajs patch check', () => {
       'record-encoder': 'ok',
       'shared-metadata': 'ok',
       'targeted-metadata': 'ok',
+      'partition-leader-lookup': 'ok',
     });
   }, 40_000);
 

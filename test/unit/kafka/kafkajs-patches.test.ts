@@ -135,3 +135,41 @@ describe('transaction coordinator lookups', () => {
     }
   });
 });
+
+describe('partition leader lookups', () => {
+  /** A Cluster stand-in with `metadata` as the topic's partition metadata. */
+  const clusterWith = (metadata: ReadonlyArray<{ partitionId: number; leader?: number | null }>) => ({ findTopicPartitionMetadata: () => metadata });
+
+  it('answers what kafkajs answers — leaders, asked order, unknown partitions skipped, string ids — and kafkajs uses it', async () => {
+    const { findLeaderForPartitions, kafkajsFindLeaderForPartitions } = await import('../../../src/kafka/kafkajs-patches/partition-leader-lookup.js');
+    const { createRequire } = await import('node:module');
+    const Cluster = createRequire(import.meta.url)('kafkajs/src/cluster') as { prototype: { findLeaderForPartitions: unknown } };
+    expect(Cluster.prototype.findLeaderForPartitions).toBe(findLeaderForPartitions);
+    expect(kafkajsFindLeaderForPartitions).toBeDefined();
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let round = 0; round < 50; round += 1) {
+      const count = 1 + random(40);
+      const metadata = Array.from({ length: count }, (_v, partitionId) => ({ partitionId, leader: random(3) }));
+      metadata.sort(() => random(3) - 1);
+      const asked = Array.from({ length: random(60) }, () => (random(2) === 0 ? random(count + 5) : String(random(count + 5))));
+      const cluster = clusterWith(metadata);
+      expect(findLeaderForPartitions.call(cluster, 't', asked)).toEqual(kafkajsFindLeaderForPartitions!.call(cluster, 't', asked));
+    }
+  });
+
+  it('throws kafkajs\' error for a partition without a leader, and answers for 10,000 partitions at once', async () => {
+    const { findLeaderForPartitions, kafkajsFindLeaderForPartitions } = await import('../../../src/kafka/kafkajs-patches/partition-leader-lookup.js');
+    const leaderless = clusterWith([{ partitionId: 0, leader: 1 }, { partitionId: 1, leader: null }]);
+    const ours = (() => { try { findLeaderForPartitions.call(leaderless, 't', [0, 1]); } catch (error) { return error; } return null; })();
+    const theirs = (() => { try { kafkajsFindLeaderForPartitions!.call(leaderless, 't', [0, 1]); } catch (error) { return error; } return null; })();
+    expect((ours as Error).name).toBe((theirs as Error).name);
+    expect((ours as Error).message).toBe((theirs as Error).message);
+    const many = clusterWith(Array.from({ length: 10_000 }, (_v, partitionId) => ({ partitionId, leader: 1 })));
+    const all = Array.from({ length: 10_000 }, (_v, p) => p);
+    expect(findLeaderForPartitions.call(many, 't', all)['1']).toHaveLength(10_000);
+  });
+});
