@@ -16,18 +16,19 @@
  * has already loaded keeps its original (see kafkajs-patches/kafkajs-patch.ts). Loading kafkajs
  * loads the files of 1 and 2; that of 5 only with its first produce request. The others replace
  * methods on kafkajs' prototypes. All are installed here, in this order, when this module is
- * evaluated; the prototype patches load only kafkajs' cluster, network, encoder and errors files, which
- * require none of the files that 1, 2 and 5 replace (the checks would fail otherwise).
+ * evaluated; the prototype patches load only kafkajs' cluster, network, encoder and errors
+ * files, which require none of the files that 1, 2 and 5 replace (the checks would fail
+ * otherwise).
  * createKafka() calls assertKafkajsPatched(), which runs every patch's check().
  */
 import { abortedTransactionFilterPatch } from './kafkajs-patches/aborted-transaction-filter.js';
 import { coordinatorCachePatch } from './kafkajs-patches/coordinator-cache.js';
 import { groupMessagesPerPartitionPatch } from './kafkajs-patches/group-messages-per-partition.js';
 import type { KafkajsPatch } from './kafkajs-patches/kafkajs-patch.js';
+import { partitionLeaderLookupPatch } from './kafkajs-patches/partition-leader-lookup.js';
 import { recordEncoderPatch } from './kafkajs-patches/record-encoder.js';
 import { requestQueueTimerPatch } from './kafkajs-patches/request-queue-timer.js';
 import { sharedMetadataPatch } from './kafkajs-patches/shared-metadata.js';
-import { partitionLeaderLookupPatch } from './kafkajs-patches/partition-leader-lookup.js';
 import { targetedMetadataPatch } from './kafkajs-patches/targeted-metadata.js';
 
 export type { KafkajsPatch } from './kafkajs-patches/kafkajs-patch.js';

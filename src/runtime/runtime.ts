@@ -63,6 +63,12 @@ export interface RuntimeStopOptions {
   readonly leaveGroup?: boolean;
 }
 
+/** How the runtime shuts down: a graceful stop commits first; only a graceful stop may leave the group. */
+interface ShutdownMode {
+  readonly commit: boolean;
+  readonly leaveGroup: boolean;
+}
+
 export interface StoreDefinitionInfo {
   readonly storeName: string;
   readonly keySerde: Serde<unknown>;
@@ -86,8 +92,6 @@ export class Runtime {
   private readonly partitionsOfStore = new Map<string, number>();
   private readonly partitionsOfRepartition = new Map<string, number>();
   private stopRequested = false;
-  /** Whether the consumer leaves its group when the runtime stops (stop()'s `leaveGroup`). */
-  private leaveGroupOnStop: boolean;
   private readonly startupRetry: StartupRetry;
   private readonly locator: StoreLocator;
   private consumerRun: Promise<void> | null = null;
@@ -124,7 +128,6 @@ export class Runtime {
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
-    this.leaveGroupOnStop = this.options.leaveGroupOnStop;
     this.queryShare = new QueryShare(this.options.queryShare, this.options.processingSliceMs);
     this.advertised = this.options.advertisedUrl;
     this.topology = config.topology;
@@ -300,7 +303,9 @@ export class Runtime {
     this.fatalError = error;
     if (this.state === 'STARTING' || this.state === 'RUNNING') this.transition('FAILED');
     this.logger.error({ err: error }, 'runtime failed; stopping without committing');
-    void this.shutdownWithin(false).then(() => this.rejectDone(error), () => this.rejectDone(error));
+    // A failed instance never leaves its group: it may have failed because another process runs
+    // with its identity (fenced), and a LeaveGroup by group.instance.id would take that one out.
+    void this.shutdownWithin({ commit: false, leaveGroup: false }).then(() => this.rejectDone(error), () => this.rejectDone(error));
   }
 
   /**
@@ -337,10 +342,10 @@ export class Runtime {
       this.resolveDone();
       return;
     }
-    this.leaveGroupOnStop = options.leaveGroup ?? this.leaveGroupOnStop;
-    this.logger.info({ leaveGroup: this.leaveGroupOnStop }, 'stopping: last commits, then closing the consumer, tasks and clients');
+    const leaveGroup = options.leaveGroup ?? this.options.leaveGroupOnStop;
+    this.logger.info({ leaveGroup }, 'stopping: last commits, then closing the consumer, tasks and clients');
     this.transition('STOPPING');
-    await this.shutdownWithin(true);
+    await this.shutdownWithin({ commit: true, leaveGroup });
     this.transition('STOPPED');
     this.resolveDone();
   }
@@ -351,22 +356,20 @@ export class Runtime {
    * Commits still in flight fail on closed clients; what they did not finish is aborted by the
    * next owner's InitProducerId, and the stores only ever hold committed data.
    */
-  private async shutdownWithin(commit: boolean): Promise<void> {
+  private async shutdownWithin(how: ShutdownMode): Promise<void> {
     const timeoutMs = this.options.stopTimeoutMs;
-    if (await settlesWithin(this.shutdown(commit), timeoutMs)) return;
+    if (await settlesWithin(this.shutdown(how), timeoutMs)) return;
     this.logger.warn({ stopTimeoutMs: timeoutMs }, 'stop timed out; closing Kafka clients and stores without waiting');
     this.manager?.abandon();
     await settlesWithin(this.release(), timeoutMs);
   }
 
-  private async shutdown(commit: boolean): Promise<void> {
+  private async shutdown(how: ShutdownMode): Promise<void> {
     const manager = this.manager;
     if (manager !== null) {
-      if (commit) await manager.commitAll();
-      this.logger.debug({ commit }, 'stopping: commits done; closing the consumer');
-      // Only a graceful stop leaves: a failed instance (say fenced, because another process runs
-      // with its identity) must not take its group.instance.id's current holder out of the group.
-      await this.ports?.consumer.stop({ leaveGroup: commit && this.leaveGroupOnStop }).catch((error: unknown) => this.logger.warn({ err: error }, 'consumer stop failed'));
+      if (how.commit) await manager.commitAll();
+      this.logger.debug({ commit: how.commit }, 'stopping: commits done; closing the consumer');
+      await this.ports?.consumer.stop({ leaveGroup: how.leaveGroup }).catch((error: unknown) => this.logger.warn({ err: error }, 'consumer stop failed'));
       await manager.closeAll();
     }
     await this.release();

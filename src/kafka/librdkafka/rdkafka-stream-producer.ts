@@ -165,7 +165,6 @@ export function isRetriableTxnError(error: unknown): boolean {
   return code !== undefined && COORDINATOR_BUSY.has(code);
 }
 
-
 /** librdkafka's verdict on a failed call: the transaction can only be aborted (and is not fenced). */
 function txnRequiresAbort(error: unknown): boolean {
   // callRetrying throws an IqgateError whose cause is librdkafka's error.
