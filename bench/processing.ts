@@ -17,6 +17,13 @@
  *   eos.<client>.cpu    CPU per input line of that run (µs, every thread of the process:
  *                       librdkafka's and libuv's included) — steadier than rates on a shared machine;
  *   eos.librdkafka.commit.p99 / .pause.p99   commit latency and event-loop delay of the librdkafka run;
+ *   kstreams.rate / .steady.rate / .first.commit / .cpu   Kafka Streams' own wordcount
+ *                       (bench/kstreams/WordCount.java: exactly-once v2, one stream thread,
+ *                       commit every 100 ms, its defaults otherwise) on the same broker and
+ *                       input (bench/kstreams-wordcount.ts), timed like iqgate's runs: from
+ *                       start() or its first commit to the last count in its committed output;
+ *                       eos.<client>.steady.rate / kstreams.steady.rate compares the two in
+ *                       one run, on one broker and input;
  *   consume.<client>.rate / .cost   the client only consuming wordcount's words back (the first
  *                       run's repartition topic; bench/consume-loop.ts): records/s and event-loop
  *                       µs per record; .wordcount.bound = the lines/s at which consuming alone
@@ -26,7 +33,8 @@
  * bench/results/processing.json ([{ name, unit, value }]).
  *
  * Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
- * Knobs: BENCH_LINES (100000), BENCH_CLIENTS (librdkafka,kafkajs), BENCH_LOG=info (progress),
+ * Knobs: BENCH_LINES (200000, as in the first comparison with Kafka Streams), BENCH_CLIENTS (librdkafka,kafkajs), BENCH_KSTREAMS=0 (no Kafka
+ * Streams run; it needs java and, once, mvn), BENCH_LOG=info (progress),
  * BENCH_OPTIONS='{"packRepartition":false}' (runtime options of the wordcount runs),
  * BENCH_PROFILE=<dir> (a CPU profile of each wordcount run, start to last commit, written there
  * and summarised on stderr by bench/cpu-profile-summary.ts).
@@ -45,11 +53,14 @@ import { Session } from 'node:inspector/promises';
 import { summariseCpuProfile, type CpuProfile } from './cpu-profile-summary.js';
 import { Kafka, logLevel } from 'kafkajs';
 import { makeLine, produceLines, runWordcount, wordsOf } from '../examples/wordcount/index.js';
+import { kstreamsWordcount, type KStreamsRun } from './kstreams-wordcount.js';
+import { CountWatcher } from './count-watcher.js';
 
-const LINES = Number(process.env.BENCH_LINES ?? 100_000);
+const LINES = Number(process.env.BENCH_LINES ?? 200_000);
 const CLIENTS = (process.env.BENCH_CLIENTS ?? 'librdkafka,kafkajs').split(',') as Array<'librdkafka' | 'kafkajs'>;
 const PARTITIONS = 4;
 const PROFILE_DIR = process.env.BENCH_PROFILE;
+const KSTREAMS = process.env.BENCH_KSTREAMS !== '0';
 const suffix = `${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`;
 
 /** Lines per second of bench/txn-loop.ts on `client`, in a process of its own. */
@@ -87,8 +98,9 @@ interface EosRun {
   readonly firstCommitMs: number;
 }
 
-async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', expectedRecords: number): Promise<EosRun> {
+async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', expectedRecords: number, counts: ReadonlyMap<string, number>): Promise<EosRun> {
   const dir = await mkdtemp(join(tmpdir(), 'iqgate-bench-'));
+  const watcher = await CountWatcher.start(brokerList, output, `bench-wc-${client}-${suffix}-check`, counts);
   const delay = monitorEventLoopDelay({ resolution: 10 });
   const profiler = PROFILE_DIR === undefined ? undefined : new Session();
   if (profiler !== undefined) {
@@ -121,6 +133,8 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
     }
     const ended = performance.now();
     const cpu = process.cpuUsage(cpu0);
+    // Every run's output is checked as Kafka Streams' is: each word's last count is the expected one.
+    await watcher.finished(30_000, `wordcount on ${client}`);
     if (profiler !== undefined && PROFILE_DIR !== undefined) {
       const { profile } = await profiler.post('Profiler.stop');
       profiler.disconnect();
@@ -133,6 +147,7 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
     await runtime.stop();
     return { rate: LINES / ((ended - started) / 1000), steadyRate: LINES / ((ended - firstCommitAt) / 1000), cpuPerLine: (cpu.user + cpu.system) / LINES, firstCommitMs: firstCommitAt - started, commitP99: m.commitLatencyP99Ms, pauseP99: delay.percentile(99) / 1e6, commits: m.commits };
   } finally {
+    await watcher.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -143,19 +158,27 @@ async function main(): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   const input = `bench-lines-${suffix}`;
-  const outputs = CLIENTS.flatMap((c) => [`bench-txn-out-${c}-${suffix}`, `bench-wc-out-${c}-${suffix}`]);
+  const outputs = [...CLIENTS.flatMap((c) => [`bench-txn-out-${c}-${suffix}`, `bench-wc-out-${c}-${suffix}`]), ...(KSTREAMS ? [`bench-kstreams-out-${suffix}`] : [])];
   const figures = new Figures();
   const report = figures.report.bind(figures);
   try {
     await createTopicsRetrying(admin, [input, ...outputs].map((topic) => ({ topic, numPartitions: PARTITIONS })));
     await produceLines({ brokers: broker.brokers, topic: input, seed: 42, count: LINES, batchSize: 2000 });
     let totalWords = 0;
-    for (let i = 0; i < LINES; i += 1) totalWords += wordsOf(makeLine(42, i)).length;
+    const counts = new Map<string, number>();
+    for (let i = 0; i < LINES; i += 1) {
+      const words = wordsOf(makeLine(42, i));
+      totalWords += words.length;
+      for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
+    }
 
     const txn = new Map<string, number>();
     const eos = new Map<string, EosRun>();
     for (const client of CLIENTS) txn.set(client, txnLoop(broker.brokers, input, `bench-txn-out-${client}-${suffix}`, client));
-    for (const client of CLIENTS) eos.set(client, await eosWordcount(broker.brokers, input, `bench-wc-out-${client}-${suffix}`, client, LINES + totalWords));
+    for (const client of CLIENTS) eos.set(client, await eosWordcount(broker.brokers, input, `bench-wc-out-${client}-${suffix}`, client, LINES + totalWords, counts));
+    const kstreams: KStreamsRun | undefined = KSTREAMS
+      ? await kstreamsWordcount({ brokers: broker.brokers, input, output: `bench-kstreams-out-${suffix}`, applicationId: `bench-kstreams-${suffix}`, lines: LINES, expected: counts })
+      : undefined;
 
     // The words the first wordcount run wrote to its repartition topic, as wordcount consumes
     // them: packed (a Kafka record carries up to 128 words), so the number of Kafka records is
@@ -189,6 +212,18 @@ async function main(): Promise<void> {
     const rd = eos.get('librdkafka');
     const js = eos.get('kafkajs');
     if (rd !== undefined && js !== undefined) report('eos.librdkafka.rate / eos.kafkajs.rate', 'ratio', rd.rate / js.rate);
+    if (kstreams !== undefined) {
+      report('kstreams.rate', 'lines/s', kstreams.rate);
+      report('kstreams.steady.rate', 'lines/s', kstreams.steadyRate);
+      report('kstreams.first.commit', 'ms', kstreams.firstCommitMs);
+      report('kstreams.cpu', 'µs/line', kstreams.cpuPerLine);
+      for (const client of CLIENTS) {
+        const run = eos.get(client);
+        if (run === undefined) continue;
+        report(`eos.${client}.rate / kstreams.rate`, 'ratio', run.rate / kstreams.rate);
+        report(`eos.${client}.steady.rate / kstreams.steady.rate`, 'ratio', run.steadyRate / kstreams.steadyRate);
+      }
+    }
     await figures.write('processing');
   } finally {
     await admin.deleteTopics({ topics: [input, ...outputs] }).catch(() => undefined);

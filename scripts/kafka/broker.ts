@@ -81,36 +81,39 @@ export function cacheDirectory(options: Pick<BrokerOptions, 'cacheDir'> = {}): s
   return options.cacheDir ?? process.env.IQGATE_CACHE_DIR ?? join(homedir(), '.cache', 'iqgate');
 }
 
-function libsDirectory(cacheDir: string): string {
-  return join(cacheDir, `kafka-${KAFKA_VERSION}`, 'libs');
-}
-
 function commandExists(command: string, args: string[]): boolean {
   const result = spawnSync(command, args, { stdio: 'ignore' });
   return result.error === undefined && result.status === 0;
 }
 
-/** Downloads the broker jars once; later calls return the cached directory at once. */
-export function fetchBrokerJars(options: Pick<BrokerOptions, 'cacheDir' | 'log'> = {}): string {
-  const cacheDir = cacheDirectory(options);
-  const libs = libsDirectory(cacheDir);
+/**
+ * Resolves `pom`'s runtime dependencies (at KAFKA_VERSION) into `<cache>/<name>` once, through
+ * `mvn dependency:copy-dependencies`; later calls return the cached directory at once.
+ */
+export function fetchMavenJars(pom: string, name: string, what: string, options: Pick<BrokerOptions, 'cacheDir' | 'log'> = {}): string {
+  const libs = join(cacheDirectory(options), name);
   const marker = join(libs, '.complete');
   if (existsSync(marker)) return libs;
   if (!commandExists('mvn', ['-v'])) {
-    throw new BrokerError('MVN_MISSING', 'Maven (mvn) is not on PATH: it is needed once to fetch the Kafka broker jars from Maven Central. Install Maven and retry.');
+    throw new BrokerError('MVN_MISSING', `Maven (mvn) is not on PATH: it is needed once to fetch ${what} from Maven Central. Install Maven and retry.`);
   }
-  options.log?.(`fetching Apache Kafka ${KAFKA_VERSION} jars into ${libs} ...`);
+  options.log?.(`fetching ${what} into ${libs} ...`);
   rmSync(libs, { recursive: true, force: true });
   mkdirSync(libs, { recursive: true });
-  const result = spawnSync('mvn', ['-B', '-q', '-f', join(here, 'pom.xml'), 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${libs}`, `-Dkafka.version=${KAFKA_VERSION}`], {
+  const result = spawnSync('mvn', ['-B', '-q', '-f', pom, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${libs}`, `-Dkafka.version=${KAFKA_VERSION}`], {
     encoding: 'utf8',
   });
   if (result.status !== 0) {
     const output = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
-    throw new BrokerError('FETCH_FAILED', `mvn could not fetch the Kafka ${KAFKA_VERSION} jars (exit ${String(result.status)}):\n${output}`);
+    throw new BrokerError('FETCH_FAILED', `mvn could not fetch ${what} (exit ${String(result.status)}):\n${output}`);
   }
   writeFileSync(marker, `${new Date().toISOString()}\n`);
   return libs;
+}
+
+/** Downloads the broker jars once; later calls return the cached directory at once. */
+export function fetchBrokerJars(options: Pick<BrokerOptions, 'cacheDir' | 'log'> = {}): string {
+  return fetchMavenJars(join(here, 'pom.xml'), join(`kafka-${KAFKA_VERSION}`, 'libs'), `the Apache Kafka ${KAFKA_VERSION} broker jars`, options);
 }
 
 async function freePort(): Promise<number> {

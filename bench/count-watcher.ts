@@ -1,0 +1,96 @@
+/**
+ * Watches a wordcount's output topic as a user would: a read_committed consumer keeps each word's
+ * latest count (8-byte big-endian, as both iqgate's int64 serde and Kafka Streams' Long serde
+ * write it). Counts only grow and each commit forwards a word's latest count, so the sum of the
+ * latest counts is the number of words counted in committed transactions. Done when every word
+ * has its expected count; a count above it is a duplicate and fails the watch.
+ *
+ * Shared by bench:processing's runs (iqgate on each adapter, Kafka Streams): each run's output is
+ * checked, and Kafka Streams' run ends when its watch does.
+ */
+import '../src/kafka/kafkajs-patches.js';
+import { performance } from 'node:perf_hooks';
+import { Kafka, logLevel, type Consumer } from 'kafkajs';
+
+export class CountWatcher {
+  /** performance.now() when every word had its expected count (0: not yet). */
+  doneAt = 0;
+  /** Resolves when every word has its expected count; rejects on a count above it. */
+  readonly done: Promise<void>;
+  private readonly latest = new Map<string, number>();
+  private readonly totalWords: number;
+  private matched = 0;
+  private counted = 0;
+  private settle!: (error?: Error) => void;
+
+  private constructor(
+    private readonly consumer: Consumer,
+    private readonly expected: ReadonlyMap<string, number>,
+  ) {
+    let total = 0;
+    for (const count of expected.values()) total += count;
+    this.totalWords = total;
+    this.done = new Promise<void>((resolve, reject) => {
+      this.settle = (error) => (error === undefined ? resolve() : reject(error));
+    });
+    this.done.catch(() => undefined);
+  }
+
+  /** Joined and reading the topic from its start when this resolves. */
+  static async start(brokers: readonly string[], topic: string, groupId: string, expected: ReadonlyMap<string, number>): Promise<CountWatcher> {
+    const kafka = new Kafka({ clientId: 'bench-count-watcher', brokers: [...brokers], logLevel: logLevel.ERROR });
+    const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
+    const watcher = new CountWatcher(consumer, expected);
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+    await consumer.run({ eachBatch: async ({ batch }) => watcher.take(batch.messages) });
+    await joined;
+    return watcher;
+  }
+
+  /** `done`, or an error saying how far the counts got when `timeoutMs` passes first. */
+  async finished(timeoutMs: number, what: string): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.done,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`${what}: the output did not reach the expected counts within ${String(timeoutMs)} ms (${this.progress()})`)), timeoutMs);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** How many words have their expected count, of how many. */
+  progress(): string {
+    return `${String(this.matched)} of ${String(this.expected.size)} words at their count, ${String(this.counted)} of ${String(this.totalWords)} words counted`;
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect();
+  }
+
+  private take(messages: ReadonlyArray<{ key: Buffer | null; value: Buffer | null }>): void {
+    for (const message of messages) {
+      if (message.key === null || message.value === null) continue;
+      const word = message.key.toString();
+      const count = Number(message.value.readBigInt64BE());
+      const expected = this.expected.get(word);
+      if (expected === undefined || count > expected) {
+        this.settle(new Error(`counted ${String(count)} for "${word}", expected ${String(expected)}`));
+        return;
+      }
+      const previous = this.latest.get(word) ?? 0;
+      if (previous !== expected && count === expected) this.matched += 1;
+      this.counted += count - previous;
+      this.latest.set(word, count);
+    }
+    if (this.doneAt === 0 && this.matched === this.expected.size) {
+      this.doneAt = performance.now();
+      this.settle();
+    }
+  }
+}
