@@ -22,8 +22,8 @@ function fakeRdkafka(seekError: unknown) {
     incrementalAssign(): void { driver.calls.push('incrementalAssign'); }
     incrementalUnassign(): void { driver.calls.push('incrementalUnassign'); }
     queryWatermarkOffsets(_topic: string, partition: number): void { driver.calls.push(`watermarks:${partition}`); }
-    pause(): void {}
-    resume(): void {}
+    pause(toppars: Array<{ partition: number }>): void { driver.calls.push(`pause:${toppars.map((tp) => tp.partition).join(',')}`); }
+    resume(toppars: Array<{ partition: number }>): void { driver.calls.push(`resume:${toppars.map((tp) => tp.partition).join(',')}`); }
     seek(toppar: unknown, _timeout: number, cb: (err: unknown) => void): void {
       driver.seeks.push(toppar);
       setImmediate(() => cb(seekError));
@@ -66,6 +66,19 @@ describe('RdkafkaGroupConsumer rebalances', () => {
     await settle();
     expect(driver.calls).toEqual(['incrementalUnassign', 'watermarks:0']);
     await consumer.stop();
+  });
+
+  it('pauses what a rebalance adds in one call, and a task manager\'s pause of those partitions again crosses into librdkafka no more', () => {
+    const { rd, driver } = fakeRdkafka(null);
+    const { consumer } = consumerWithLog(rd);
+    driver.rebalance!({ code: ERR_ASSIGN }, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }, { topic: 't', partition: 2 }]);
+    expect(driver.calls).toEqual(['incrementalAssign', 'pause:0,1,2']);
+    driver.calls.length = 0;
+    for (const partition of [0, 1, 2]) consumer.pause([{ topic: 't', partition }]); // each new task, before it opens
+    expect(driver.calls).toEqual([]);
+    consumer.resume([{ topic: 't', partition: 1 }]); // task 1 open
+    consumer.pause([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }, { topic: 'other', partition: 0 }]); // back-pressure, say
+    expect(driver.calls.filter((call) => call.startsWith('pause') || call.startsWith('resume'))).toEqual(['resume:1', 'pause:1']);
   });
 });
 
