@@ -15,6 +15,8 @@ export class DetachedCluster {
   /** The consumer the cluster came from, kept referenced for as long as the cluster is used. */
   private readonly consumer: Consumer;
   private connecting: Promise<void> | null = null;
+  /** connect() was called since the last disconnect(): sockets may be open, even after a failed attempt. */
+  private attempted = false;
 
   constructor(kafka: Kafka, tag: string, options: { readonly readUncommitted?: boolean } = {}) {
     let captured: Cluster | null = null;
@@ -32,6 +34,7 @@ export class DetachedCluster {
 
   /** Connects once; callers of the same attempt share it, and a failed attempt is forgotten. */
   connect(): Promise<void> {
+    this.attempted = true;
     this.connecting ??= this.cluster.connect().catch((error: unknown) => {
       this.connecting = null;
       throw error;
@@ -39,8 +42,10 @@ export class DetachedCluster {
     return this.connecting;
   }
 
+  /** Closes the cluster's sockets, those of an attempt that failed part way too (its seed broker's connection stays open). */
   async disconnect(): Promise<void> {
-    if (this.connecting !== null) await this.cluster.disconnect().catch(() => undefined);
+    if (this.attempted) await this.cluster.disconnect().catch(() => undefined);
+    this.attempted = false;
     this.connecting = null;
     void this.consumer;
   }
