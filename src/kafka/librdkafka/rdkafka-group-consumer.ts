@@ -33,6 +33,7 @@ import type { KafkaLogSink } from '../kafka-client.js';
 import type { RdkafkaModule } from './native.js';
 import { fromRdkafkaError } from './rdkafka-errors.js';
 import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 
 export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   readonly brokers: readonly string[];
@@ -91,6 +92,12 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   private readonly seeking = new Map<string, number>();
   /** Wake-ups sent per topic since `at` (wakeFetchers). */
   private wakeWindow: { at: number; counts: Map<string, number> } = { at: 0, counts: new Map() };
+  /**
+   * The last rebalance callback, until a partition that was flowing before it delivers again
+   * (librdkafka discards every assigned partition's prefetched records while a callback is
+   * pending): the debug log `rebalance: retained partitions flow again` says how long that took.
+   */
+  private rebalanceProbe: { readonly kind: 'assign' | 'revoke'; readonly at: number; resumedAt: number; readonly retained: ReadonlySet<string> } | null = null;
   /** Partitions held paused after a seek until consume() call number `gate` has returned. */
   private readonly seekGates = new Map<string, { readonly tp: TopicPartition; readonly gate: number }>();
   /** The last error reported through onReconnecting, cleared once records flow again. */
@@ -184,6 +191,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       let end = start + 1;
       while (end < messages.length && messages[end]!.partition === first.partition && messages[end]!.topic === first.topic) end += 1;
       const k = key(first.topic, first.partition);
+      if (this.rebalanceProbe?.retained.has(k) === true) this.probeAnswered();
       const gate = this.seekGates.get(k);
       if (this.assigned.has(k) && (gate === undefined || seq > gate.gate)) {
         const records: InputRecord[] = new Array<InputRecord>(end - start);
@@ -196,6 +204,19 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       }
       start = end;
     }
+  }
+
+  private probeAnswered(): void {
+    const probe = this.rebalanceProbe;
+    if (probe === null) return;
+    this.rebalanceProbe = null;
+    const now = performance.now();
+    this.options.log?.debug({
+      rebalance: probe.kind,
+      retained: probe.retained.size,
+      sinceCallbackMs: Math.round(now - probe.at),
+      sinceResumeMs: probe.resumedAt === 0 ? null : Math.round(now - probe.resumedAt),
+    }, 'rebalance: retained partitions flow again');
   }
 
   /** Call `seq` returned: partitions sought while it was under way may flow again. */
@@ -211,6 +232,11 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
 
   private onRebalance(err: LibrdKafkaError, assignment: RdTopicPartition[]): void {
     const partitions = assignment.map((tp) => ({ topic: tp.topic, partition: tp.partition }));
+    if (err.code === ERR_ASSIGN || err.code === ERR_REVOKE) {
+      const retained = new Set(this.flowing().map((tp) => key(tp.topic, tp.partition)));
+      for (const tp of partitions) retained.delete(key(tp.topic, tp.partition));
+      this.rebalanceProbe = { kind: err.code === ERR_ASSIGN ? 'assign' : 'revoke', at: performance.now(), resumedAt: 0, retained };
+    }
     if (err.code === ERR_ASSIGN) {
       try {
         (this.consumer as unknown as CooperativeConsumer).incrementalAssign(partitions);
@@ -226,6 +252,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       }
       // librdkafka paused every assigned partition while this callback was pending and resumed
       // them in incrementalAssign; the retained ones need the wake-up of any resume.
+      if (this.rebalanceProbe !== null) this.rebalanceProbe.resumedAt = performance.now();
       this.wakeFetchers(retained);
       if (!this.stopping) this.handlers?.onAssignment([...this.assigned.values()]);
       return;
@@ -250,6 +277,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
         // and incrementalUnassign resumed them the way a resume does, waking no broker thread:
         // bench:scale (200 partitions) saw the retained partitions' first records 0.8 s after
         // the unassign, on top of the revoked tasks' last commit.
+        if (this.rebalanceProbe !== null) this.rebalanceProbe.resumedAt = performance.now();
         if (!this.stopping) this.wakeFetchers(this.flowing());
       };
       const onRevoked = this.handlers?.onRevoked;
