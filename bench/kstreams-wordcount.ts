@@ -6,13 +6,17 @@
  *
  * Measured from outside, by what a user sees: a CountWatcher on the output topic (in this
  * process, joined before Kafka Streams starts); a count above the expected one fails the run.
- * Times run from just before KafkaStreams#start() (rate), or from its first commit (steady rate:
- * its stream thread's commit-total metric, as iqgate's first committed transaction), to the last
- * expected count in the output. CPU is the JVM's own, from start() to the end.
+ * Times run from the start of WordCount's main() (rate: building the topology and the clients
+ * included, as iqgate's runs time runtime creation and start), or from its first commit (steady
+ * rate: its stream thread's commit-total metric, as iqgate's first committed transaction), to the
+ * moment the output holds every final count — iqgate's runs end the same way. CPU is the JVM's
+ * own over that span.
  */
 import { fetchMavenJars, KAFKA_VERSION } from '../scripts/kafka/broker.js';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,24 +54,49 @@ interface JvmEvent {
 
 const here = fileURLToPath(new URL('./kstreams/', import.meta.url));
 
+/**
+ * Kafka Streams' jars (once; the cache directory is named after the pom's content, so a changed
+ * pom fetches again) and a java that runs: checked before any run, so that a machine without
+ * them fails at once rather than after the runs it could do.
+ */
+export function kstreamsJars(): string {
+  const pom = join(here, 'pom.xml');
+  const digest = createHash('sha256').update(readFileSync(pom)).digest('hex').slice(0, 12);
+  const java = spawnSync('java', ['-version'], { stdio: 'ignore' });
+  if (java.error !== undefined || java.status !== 0) throw new Error('java is not on PATH: the Kafka Streams run needs a Java 17+ runtime (BENCH_KSTREAMS=0 leaves it out)');
+  return fetchMavenJars(pom, `kafka-streams-${KAFKA_VERSION}-${digest}`, `Kafka Streams ${KAFKA_VERSION} and its dependencies`, { log: (line) => console.error(line) });
+}
+
 export async function kstreamsWordcount(options: KStreamsOptions): Promise<KStreamsRun> {
-  const libs = fetchMavenJars(join(here, 'pom.xml'), `kafka-streams-${KAFKA_VERSION}`, `Kafka Streams ${KAFKA_VERSION} and its dependencies`, { log: (line) => console.error(line) });
-  const stateDir = await mkdtemp(join(tmpdir(), 'iqgate-bench-kstreams-'));
+  const libs = kstreamsJars();
   const watcher = await CountWatcher.start(options.brokers, options.output, `${options.applicationId}-check`, options.expected);
-  const java = spawn('java', ['-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-cp', `${libs}/*`, join(here, 'WordCount.java'), options.brokers.join(','), options.input, options.output, options.applicationId, stateDir], {
+  const stateDir = await mkdtemp(join(tmpdir(), 'iqgate-bench-kstreams-'));
+  // VM warnings to stderr: stdout carries the events.
+  const java = spawn('java', ['-XX:+DisplayVMOutputToStderr', '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-cp', `${libs}/*`, join(here, 'WordCount.java'), options.brokers.join(','), options.input, options.output, options.applicationId, stateDir], {
     stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  java.stdin.on('error', () => undefined); // a JVM that died: the exit below says so
+  let exitedAt: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  const exit = once(java, 'exit').then(([code, signal]) => {
+    exitedAt = { code: code as number | null, signal: signal as NodeJS.Signals | null };
   });
   const waiting = new Map<string, (event: JvmEvent & { at: number }) => void>();
   createInterface({ input: java.stdout }).on('line', (line) => {
-    const parsed = JSON.parse(line) as JvmEvent;
+    let parsed: JvmEvent;
+    try {
+      parsed = JSON.parse(line) as JvmEvent;
+    } catch {
+      console.error(`[kstreams] ${line}`);
+      return;
+    }
     waiting.get(parsed.event)?.({ ...parsed, at: performance.now() });
     waiting.delete(parsed.event);
   });
   const next = (event: string): Promise<JvmEvent & { at: number }> => new Promise((resolve) => waiting.set(event, resolve));
   const starting = next('starting');
   const firstCommit = next('first-commit');
-  const exited = once(java, 'exit').then(([code]) => {
-    throw new Error(`Kafka Streams exited with ${String(code)} before every word was counted`);
+  const exited = exit.then(() => {
+    throw new Error(`Kafka Streams exited (${JSON.stringify(exitedAt)}) before every word was counted`);
   });
   exited.catch(() => undefined);
   const timeoutMs = options.timeoutMs ?? 240_000;
@@ -91,10 +120,10 @@ export async function kstreamsWordcount(options: KStreamsOptions): Promise<KStre
     };
   } finally {
     clearTimeout(timer);
-    if (java.exitCode === null) {
-      java.stdin.end();
+    if (exitedAt === null) {
+      java.stdin.end(); // WordCount closes its streams and exits when stdin ends
       const killer = setTimeout(() => java.kill('SIGKILL'), 30_000);
-      await once(java, 'exit');
+      await exit;
       clearTimeout(killer);
     }
     await watcher.stop();

@@ -10,7 +10,7 @@
  *                       counts in LevelDB-backed stores, changelog, output), commit interval
  *                       100 ms (librdkafka: one transaction for the instance, processing through
  *                       commits; kafkajs: a transaction per task);
- *   eos.<client>.steady.rate   the same run from its first committed transaction to its last
+ *   eos.<client>.steady.rate   the same run from its first committed transaction to the end
  *                       (start-up and group join left out: Kafka Streams' "steady" figure);
  *   eos.<client>.first.commit   ms from start() to the run's first committed transaction
  *                       (start-up: internal topics, group join, task opening, first fetch);
@@ -21,15 +21,16 @@
  *                       (bench/kstreams/WordCount.java: exactly-once v2, one stream thread,
  *                       commit every 100 ms, its defaults otherwise) on the same broker and
  *                       input (bench/kstreams-wordcount.ts), timed like iqgate's runs: from
- *                       start() or its first commit to the last count in its committed output;
+ *                       its main() or its first commit to the last count in its output;
  *                       eos.<client>.steady.rate / kstreams.steady.rate compares the two in
  *                       one run, on one broker and input;
  *   consume.<client>.rate / .cost   the client only consuming wordcount's words back (the first
  *                       run's repartition topic; bench/consume-loop.ts): records/s and event-loop
  *                       µs per record; .wordcount.bound = the lines/s at which consuming alone
  *                       (a line and its words) fills one thread.
- * Rates count input lines per second from start() to the last line committed (start-up and the
- * group join included, as for the loops). Prints one line per figure and writes
+ * Rates count input lines per second from start() to the moment the run's output topic holds
+ * every word's final count (bench/count-watcher.ts, read_committed; start-up and the group join
+ * included, as for the loops); a wrong count fails the run. Prints one line per figure and writes
  * bench/results/processing.json ([{ name, unit, value }]).
  *
  * Brokers: KAFKA_BROKERS if set, else a local broker from scripts/kafka/broker.ts.
@@ -53,7 +54,7 @@ import { Session } from 'node:inspector/promises';
 import { summariseCpuProfile, type CpuProfile } from './cpu-profile-summary.js';
 import { Kafka, logLevel } from 'kafkajs';
 import { makeLine, produceLines, runWordcount, wordsOf } from '../examples/wordcount/index.js';
-import { kstreamsWordcount, type KStreamsRun } from './kstreams-wordcount.js';
+import { kstreamsJars, kstreamsWordcount, type KStreamsRun } from './kstreams-wordcount.js';
 import { CountWatcher } from './count-watcher.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 200_000);
@@ -98,9 +99,10 @@ interface EosRun {
   readonly firstCommitMs: number;
 }
 
-async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', expectedRecords: number, counts: ReadonlyMap<string, number>): Promise<EosRun> {
-  const dir = await mkdtemp(join(tmpdir(), 'iqgate-bench-'));
+async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', counts: ReadonlyMap<string, number>): Promise<EosRun> {
+  // The run ends when its output holds every final count, as Kafka Streams' run does (CountWatcher).
   const watcher = await CountWatcher.start(brokerList, output, `bench-wc-${client}-${suffix}-check`, counts);
+  const dir = await mkdtemp(join(tmpdir(), 'iqgate-bench-'));
   const delay = monitorEventLoopDelay({ resolution: 10 });
   const profiler = PROFILE_DIR === undefined ? undefined : new Session();
   if (profiler !== undefined) {
@@ -108,33 +110,34 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
     await profiler.post('Profiler.enable');
     await profiler.post('Profiler.start');
   }
+  let runtime: Awaited<ReturnType<typeof runWordcount>> | undefined;
   try {
     const started = performance.now();
     const cpu0 = process.cpuUsage();
     let firstCommitAt = 0;
-    const runtime = await runWordcount({
+    runtime = await runWordcount({
       brokers: brokerList, inputTopic: input, outputTopic: output, applicationId: `bench-wc-${client}-${suffix}`, kafkaClient: client,
       stateDir: dir, logLevel: (process.env.BENCH_LOG as 'info' | undefined) ?? 'warn', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1_000,
       ...(JSON.parse(process.env.BENCH_OPTIONS ?? '{}') as Record<string, unknown>),
     });
+    const running = runtime;
     delay.enable();
-    const progress = process.env.BENCH_LOG === 'info' ? setInterval(() => console.error(client, JSON.stringify(runtime.metricsSnapshot())), 2000) : undefined;
+    const progress = process.env.BENCH_LOG === 'info' ? setInterval(() => console.error(client, JSON.stringify(running.metricsSnapshot())), 2000) : undefined;
     try {
-      // Done when every line and every word has been processed in a committed transaction.
       const deadline = Date.now() + 240_000;
-      for (let committed = 0; committed < expectedRecords; committed = runtime.metricsSnapshot().recordsCommitted) {
-        if (committed > 0 && firstCommitAt === 0) firstCommitAt = performance.now();
-        if (Date.now() > deadline) throw new Error(`wordcount on ${client} did not finish within 240 s: ${JSON.stringify(runtime.metricsSnapshot())}`);
+      while (watcher.doneAt === 0) {
+        if (firstCommitAt === 0 && running.metricsSnapshot().recordsCommitted > 0) firstCommitAt = performance.now();
+        watcher.check();
+        if (Date.now() > deadline) throw new Error(`wordcount on ${client} did not finish within 240 s: ${watcher.progress()}, ${JSON.stringify(running.metricsSnapshot())}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     } finally {
       clearInterval(progress);
       delay.disable();
     }
-    const ended = performance.now();
+    const ended = watcher.doneAt;
     const cpu = process.cpuUsage(cpu0);
-    // Every run's output is checked as Kafka Streams' is: each word's last count is the expected one.
-    await watcher.finished(30_000, `wordcount on ${client}`);
+    watcher.check();
     if (profiler !== undefined && PROFILE_DIR !== undefined) {
       const { profile } = await profiler.post('Profiler.stop');
       profiler.disconnect();
@@ -143,16 +146,17 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
       await writeFile(file, JSON.stringify(profile));
       console.error(summariseCpuProfile(profile as unknown as CpuProfile, `eos ${client} (${file})`));
     }
-    const m = runtime.metricsSnapshot();
-    await runtime.stop();
+    const m = running.metricsSnapshot();
     return { rate: LINES / ((ended - started) / 1000), steadyRate: LINES / ((ended - firstCommitAt) / 1000), cpuPerLine: (cpu.user + cpu.system) / LINES, firstCommitMs: firstCommitAt - started, commitP99: m.commitLatencyP99Ms, pauseP99: delay.percentile(99) / 1e6, commits: m.commits };
   } finally {
+    await runtime?.stop();
     await watcher.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 async function main(): Promise<void> {
+  if (KSTREAMS) kstreamsJars(); // java and Kafka Streams' jars, before any run
   const broker = await benchBroker();
   const kafka = new Kafka({ clientId: 'bench-processing', brokers: broker.brokers, logLevel: logLevel.ERROR });
   const admin = kafka.admin();
@@ -164,21 +168,23 @@ async function main(): Promise<void> {
   try {
     await createTopicsRetrying(admin, [input, ...outputs].map((topic) => ({ topic, numPartitions: PARTITIONS })));
     await produceLines({ brokers: broker.brokers, topic: input, seed: 42, count: LINES, batchSize: 2000 });
-    let totalWords = 0;
     const counts = new Map<string, number>();
-    for (let i = 0; i < LINES; i += 1) {
-      const words = wordsOf(makeLine(42, i));
-      totalWords += words.length;
-      for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
-    }
+    for (let i = 0; i < LINES; i += 1) for (const word of wordsOf(makeLine(42, i))) counts.set(word, (counts.get(word) ?? 0) + 1);
 
     const txn = new Map<string, number>();
     const eos = new Map<string, EosRun>();
     for (const client of CLIENTS) txn.set(client, txnLoop(broker.brokers, input, `bench-txn-out-${client}-${suffix}`, client));
-    for (const client of CLIENTS) eos.set(client, await eosWordcount(broker.brokers, input, `bench-wc-out-${client}-${suffix}`, client, LINES + totalWords, counts));
-    const kstreams: KStreamsRun | undefined = KSTREAMS
-      ? await kstreamsWordcount({ brokers: broker.brokers, input, output: `bench-kstreams-out-${suffix}`, applicationId: `bench-kstreams-${suffix}`, lines: LINES, expected: counts })
-      : undefined;
+    for (const client of CLIENTS) eos.set(client, await eosWordcount(broker.brokers, input, `bench-wc-out-${client}-${suffix}`, client, counts));
+    // Kafka Streams last: a failure of its run is reported, and iqgate's figures are still written.
+    let kstreams: KStreamsRun | undefined;
+    if (KSTREAMS) {
+      try {
+        kstreams = await kstreamsWordcount({ brokers: broker.brokers, input, output: `bench-kstreams-out-${suffix}`, applicationId: `bench-kstreams-${suffix}`, lines: LINES, expected: counts });
+      } catch (error) {
+        console.error(`the Kafka Streams run failed: ${(error as Error).stack ?? String(error)}`);
+        process.exitCode = 1;
+      }
+    }
 
     // The words the first wordcount run wrote to its repartition topic, as wordcount consumes
     // them: packed (a Kafka record carries up to 128 words), so the number of Kafka records is

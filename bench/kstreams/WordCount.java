@@ -27,10 +27,11 @@ import org.apache.kafka.streams.kstream.Produced;
  * Usage: java -cp 'libs/*' WordCount.java <brokers> <input> <output> <application.id> <state.dir>
  *
  * Talks to its parent (bench/kstreams-wordcount.ts) on stdio, one JSON object per line:
- * it prints {"event":"starting","cpuNanos":…} just before KafkaStreams#start() and
+ * it prints {"event":"starting","cpuNanos":…} first thing in main() and
  * {"event":"first-commit",…} once its stream thread's commit-total metric is above 0 (polled every
  * 5 ms), answers each "cpu" line on stdin with {"event":"cpu",…}, and closes the streams and
- * exits when stdin ends.
+ * exits when stdin ends. It exits with 1 as soon as Kafka Streams goes to ERROR (a stream thread
+ * died), so that its parent hears of a failure at once rather than at its timeout.
  */
 public final class WordCount {
   private static final Pattern SEPARATORS = Pattern.compile("[^a-z0-9]+");
@@ -69,6 +70,17 @@ public final class WordCount {
       System.err.println("usage: WordCount <brokers> <input> <output> <application.id> <state.dir>");
       System.exit(2);
     }
+    say("starting");
+    try {
+      run(args);
+    } catch (Throwable error) {
+      error.printStackTrace();
+      System.exit(1);
+    }
+    System.exit(0);
+  }
+
+  private static void run(String[] args) throws Exception {
     Properties config = new Properties();
     config.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
     config.put(StreamsConfig.APPLICATION_ID_CONFIG, args[3]);
@@ -91,6 +103,12 @@ public final class WordCount {
       error.printStackTrace();
       return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
     });
+    streams.setStateListener((now, before) -> {
+      if (now == KafkaStreams.State.ERROR) {
+        System.err.println("Kafka Streams went from " + before + " to ERROR");
+        Runtime.getRuntime().halt(1);
+      }
+    });
     Thread parent = new Thread(() -> {
       try {
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -101,8 +119,8 @@ public final class WordCount {
         e.printStackTrace();
       }
     }, "parent");
+    parent.setDaemon(true);
     parent.start();
-    say("starting");
     streams.start();
     while (parent.isAlive() && commits(streams) == 0) Thread.sleep(5);
     if (parent.isAlive()) say("first-commit");

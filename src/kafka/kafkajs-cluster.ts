@@ -44,9 +44,11 @@ export class DetachedCluster {
 
   /** Closes the cluster's sockets, those of an attempt that failed part way too (its seed broker's connection stays open). */
   async disconnect(): Promise<void> {
-    if (this.attempted) await this.cluster.disconnect().catch(() => undefined);
+    // Cleared before the await: a connect() called meanwhile is a new attempt, for a later disconnect().
+    const attempted = this.attempted;
     this.attempted = false;
     this.connecting = null;
+    if (attempted) await this.cluster.disconnect().catch(() => undefined);
     void this.consumer;
   }
 }

@@ -238,16 +238,19 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       this.rebalanceProbe = { kind: err.code === ERR_ASSIGN ? 'assign' : 'revoke', at: performance.now(), resumedAt: 0, retained };
     }
     if (err.code === ERR_ASSIGN) {
+      let pausedNatively = false;
       try {
         (this.consumer as unknown as CooperativeConsumer).incrementalAssign(partitions);
         if (partitions.length > 0) this.consumer.pause(partitions);
+        pausedNatively = true;
       } catch (error) {
         this.options.log?.warn({ err: error }, 'librdkafka: incremental assign failed');
       }
       const retained = this.flowing();
       for (const tp of partitions) {
         this.assigned.set(key(tp.topic, tp.partition), tp);
-        this.paused.add(key(tp.topic, tp.partition));
+        // Only what librdkafka did pause: the task manager's pause() of a new task tries again otherwise.
+        if (pausedNatively) this.paused.add(key(tp.topic, tp.partition));
         this.neverFetched.add(key(tp.topic, tp.partition));
       }
       // librdkafka paused every assigned partition while this callback was pending and resumed

@@ -36,6 +36,7 @@ describe('DetachedCluster', () => {
     await expect(detached.connect()).rejects.toThrow();
     expect(broker.sockets.length).toBeGreaterThan(0);
     const open = broker.sockets.filter((socket) => !socket.destroyed && !socket.readableEnded);
+    expect(open.length).toBeGreaterThan(0); // the failed attempt left its connection open
     await detached.disconnect();
     await Promise.race([
       Promise.all(open.map(closed)),
