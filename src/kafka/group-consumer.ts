@@ -74,8 +74,6 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
   private joined = false;
   private readonly owners: PartitionOwnerTracker;
   private cluster: Cluster | undefined;
-  /** The heartbeat error that said the group is rebalancing, until the member has joined again. */
-  private rejoining: Error | null = null;
 
   constructor(kafka: Kafka, private readonly options: GroupConsumerOptions) {
     this.consumer = kafka.consumer({
@@ -110,7 +108,6 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
   async run(handlers: ConsumerHandlers): Promise<void> {
     const c = this.consumer;
     c.on(c.events.GROUP_JOIN, (event) => {
-      this.rejoining = null;
       this.options.onMemberId?.(event.payload.memberId);
       const assignment: TopicPartition[] = [];
       for (const [topic, partitions] of Object.entries(event.payload.memberAssignment)) {
@@ -126,7 +123,6 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
     // Emitted right after kafkajs drops its ConsumerGroup (`consumer/index.js` stop()).
     c.on(c.events.STOP, () => {
       this.joined = false;
-      this.rejoining = null;
     });
     c.on(c.events.CRASH, (event) => {
       if (this.stopped) return;
@@ -143,20 +139,9 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
         partitionsConsumedConcurrently: 1,
         eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
           if (!isRunning() || isStale()) return;
-          // A rebalance is under way: kafkajs rejoins only once every batch of the fetch has been
-          // handled (its worker queue settles them all), and after a failed heartbeat it sends a
-          // new one for each batch (it only times successful ones) — one round trip per partition,
-          // 20 s at 1000 partitions in bench:scale. Fail the rest at once, records not taken:
-          // their tasks' positions, sought again after the join, fetch them again.
-          if (this.rejoining !== null) throw this.rejoining;
           const records = batch.messages.map((m) => toInputRecord(batch.topic, batch.partition, m));
           if (handlers.onBatch({ topic: batch.topic, partition: batch.partition }, records)) resolveOffset(batch.lastOffset());
-          try {
-            await heartbeat();
-          } catch (error) {
-            if (isRebalancing(error)) this.rejoining = error as Error;
-            throw error;
-          }
+          await heartbeat();
         },
       });
     } catch (error) {
@@ -214,12 +199,6 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
     this.owners.stop();
     await this.consumer.disconnect();
   }
-}
-
-/** kafkajs' own test (errors.js isRebalancing): the group moved on, the member must join again. */
-function isRebalancing(error: unknown): boolean {
-  const type = (error as { type?: unknown } | null)?.type;
-  return type === 'REBALANCE_IN_PROGRESS' || type === 'NOT_COORDINATOR_FOR_GROUP' || type === 'ILLEGAL_GENERATION';
 }
 
 function group(partitions: readonly TopicPartition[]): Array<{ topic: string; partitions: number[] }> {

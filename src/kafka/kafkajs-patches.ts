@@ -10,15 +10,17 @@
  *  6. shared-metadata              one copy of each topic's metadata per process (memory)
  *  7. targeted-metadata            no whole-cluster metadata at connect (start-up time, network)
  *  8. partition-leader-lookup      partition leaders looked up in linear time (CPU while tasks open)
+ *  9. rebalance-heartbeat          no heartbeat per batch once the group is rebalancing (rebalance time)
  *
  * Import this module before anything that imports kafkajs. Patches 1, 2 and 5 replace one of
  * kafkajs' files in Node's CommonJS module cache, which kafkajs then requires; a file kafkajs
  * has already loaded keeps its original (see kafkajs-patches/kafkajs-patch.ts). Loading kafkajs
  * loads the files of 1 and 2; that of 5 only with its first produce request. The others replace
  * methods on kafkajs' prototypes. All are installed here, in this order, when this module is
- * evaluated; the prototype patches load only kafkajs' cluster, network, encoder and errors
- * files, which require none of the files that 1, 2 and 5 replace (the checks would fail
- * otherwise).
+ * evaluated; the prototype patches 3, 4, 6, 7 and 8 load only kafkajs' cluster, network, encoder
+ * and errors files, which require none of the files that 1, 2 and 5 replace (the checks would
+ * fail otherwise); 9 loads kafkajs' consumer files, whose Batch requires the file 1 replaces, and
+ * so comes after 1.
  * createKafka() calls assertKafkajsPatched(), which runs every patch's check().
  */
 import { abortedTransactionFilterPatch } from './kafkajs-patches/aborted-transaction-filter.js';
@@ -26,6 +28,7 @@ import { coordinatorCachePatch } from './kafkajs-patches/coordinator-cache.js';
 import { groupMessagesPerPartitionPatch } from './kafkajs-patches/group-messages-per-partition.js';
 import type { KafkajsPatch } from './kafkajs-patches/kafkajs-patch.js';
 import { partitionLeaderLookupPatch } from './kafkajs-patches/partition-leader-lookup.js';
+import { rebalanceHeartbeatPatch } from './kafkajs-patches/rebalance-heartbeat.js';
 import { recordEncoderPatch } from './kafkajs-patches/record-encoder.js';
 import { requestQueueTimerPatch } from './kafkajs-patches/request-queue-timer.js';
 import { sharedMetadataPatch } from './kafkajs-patches/shared-metadata.js';
@@ -43,6 +46,7 @@ export const KAFKAJS_PATCHES: readonly KafkajsPatch[] = [
   sharedMetadataPatch,
   targetedMetadataPatch,
   partitionLeaderLookupPatch,
+  rebalanceHeartbeatPatch,
 ];
 
 for (const patch of KAFKAJS_PATCHES) patch.install();

@@ -18,10 +18,7 @@ class FakeKafkajsConsumer extends EventEmitter {
   readonly calls: string[] = [];
   async connect(): Promise<void> {}
   async subscribe(): Promise<void> {}
-  /** The eachBatch handler the consumer under test gave kafkajs. */
-  eachBatch: ((payload: unknown) => Promise<void>) | null = null;
-  async run(config: { eachBatch: (payload: unknown) => Promise<void> }): Promise<void> {
-    this.eachBatch = config.eachBatch;
+  async run(): Promise<void> {
     this.hasGroup = true;
     this.join({ in: [0, 1] });
   }
@@ -46,21 +43,20 @@ class FakeKafkajsConsumer extends EventEmitter {
   seek(position: { topic: string; partition: number; offset: string }): void { this.call('seek', `${position.topic}/${position.partition}@${position.offset}`); }
 }
 
-function setup(): { kafkajsConsumer: FakeKafkajsConsumer; consumer: KafkaGroupConsumer; seen: string[]; batches: number[] } {
+function setup(): { kafkajsConsumer: FakeKafkajsConsumer; consumer: KafkaGroupConsumer; seen: string[] } {
   const kafkajsConsumer = new FakeKafkajsConsumer();
   const kafka = { consumer: () => kafkajsConsumer } as unknown as Kafka;
   const consumer = new KafkaGroupConsumer(kafka, { groupId: 'app', topics: ['in'], taskGroups: [['in']] });
   const seen: string[] = [];
-  const batches: number[] = [];
   const handlers: ConsumerHandlers = {
-    onBatch: (tp) => { batches.push(tp.partition); return true; },
+    onBatch: () => true,
     onAssignment: (assignment: readonly TopicPartition[]) => { seen.push(`assignment ${assignment.map((tp) => tp.partition).join(',')}`); },
     onRebalancing: () => undefined,
     onCrash: (error) => { seen.push(`crash ${(error as Error).message}`); },
     onReconnecting: (error) => { seen.push(`reconnecting ${error.code}`); },
   };
   void consumer.run(handlers);
-  return { kafkajsConsumer, consumer, seen, batches };
+  return { kafkajsConsumer, consumer, seen };
 }
 
 const connectionError = (): Error => Object.assign(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9092'), { name: 'KafkaJSConnectionError', retriable: true });
@@ -87,46 +83,5 @@ describe('the group consumer when kafkajs restarts it (the broker went away)', (
     kafkajsConsumer.join({ in: [0, 1] });
     consumer.seek({ topic: 'in', partition: 0, offset: 7 });
     expect(kafkajsConsumer.calls).toEqual(['pause [{"topic":"in","partitions":[0]}]', 'seek in/0@7']);
-  });
-});
-
-describe('the group consumer when its group rebalances (kafkajs, eager)', () => {
-  /** What kafkajs' runner gives eachBatch for one partition's batch; `heartbeat` as given. */
-  function batchOf(partition: number, heartbeat: () => Promise<void>) {
-    return {
-      batch: { topic: 'in', partition, messages: [{ offset: '5', key: null, value: Buffer.from('x'), timestamp: '0', headers: {} }], lastOffset: () => '5' },
-      resolveOffset: () => undefined,
-      heartbeat,
-      isRunning: () => true,
-      isStale: () => false,
-    };
-  }
-  const rebalancing = (): Error => Object.assign(new Error('The group is rebalancing, so a rejoin is needed'), { name: 'KafkaJSProtocolError', type: 'REBALANCE_IN_PROGRESS' });
-
-  it('fails the rest of the fetch\'s batches at once after a heartbeat said the group is rebalancing, without a heartbeat each, until it has joined again', async () => {
-    const { kafkajsConsumer, batches } = setup();
-    await new Promise((r) => setImmediate(r));
-    const eachBatch = kafkajsConsumer.eachBatch!;
-    let heartbeats = 0;
-    const failing = async (): Promise<void> => { heartbeats += 1; throw rebalancing(); };
-    await eachBatch(batchOf(0, async () => { heartbeats += 1; }));
-    await expect(eachBatch(batchOf(1, failing))).rejects.toThrow(/rebalancing/);
-    // kafkajs' worker queue goes on with the fetch's other batches before it rejoins.
-    for (const partition of [2, 3, 4]) await expect(eachBatch(batchOf(partition, failing))).rejects.toThrow(/rebalancing/);
-    expect(heartbeats).toBe(2);
-    expect(batches).toEqual([0, 1]);
-    kafkajsConsumer.join({ in: [0, 1, 2] });
-    await eachBatch(batchOf(2, async () => { heartbeats += 1; }));
-    expect(heartbeats).toBe(3);
-    expect(batches).toEqual([0, 1, 2]);
-  });
-
-  it('goes on after a heartbeat that failed for another reason', async () => {
-    const { kafkajsConsumer, batches } = setup();
-    await new Promise((r) => setImmediate(r));
-    const eachBatch = kafkajsConsumer.eachBatch!;
-    await expect(eachBatch(batchOf(0, async () => { throw connectionError(); }))).rejects.toThrow(/ECONNREFUSED/);
-    await eachBatch(batchOf(1, async () => undefined));
-    expect(batches).toEqual([0, 1]);
   });
 });

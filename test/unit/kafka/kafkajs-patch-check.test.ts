@@ -66,6 +66,7 @@ const kafkajsInternals = `
       require('kafkajs/src/cluster/brokerPool').prototype.refreshMetadata,
       require('kafkajs/src/protocol/encoder').prototype.writeNullableArray,
       require('kafkajs/src/cluster').prototype.findLeaderForPartitions,
+      require('kafkajs/src/consumer/consumerGroup').prototype.heartbeat,
     ];
   };`;
 
@@ -104,7 +105,7 @@ describe('the kafkajs patch check', () => {
   it('fails every patch\'s check() before its install(), naming the patch; the entry module lists every patch', async () => {
     const outcomes = JSON.parse(await inFreshProcess(`${loadPatches} console.log(JSON.stringify(outcomes()));`)) as Record<string, string>;
     expect(Object.keys(outcomes).sort()).toEqual([...names].sort());
-    expect(names).toHaveLength(8);
+    expect(names).toHaveLength(9);
     for (const name of names) expect(outcomes[name]).toBe(`INVALID_CONFIG ${name}`);
   }, 40_000);
 
@@ -145,6 +146,7 @@ describe('the kafkajs patch check', () => {
       'shared-metadata': 'ok',
       'targeted-metadata': 'ok',
       'partition-leader-lookup': 'ok',
+      'rebalance-heartbeat': 'ok',
     });
   }, 40_000);
 

@@ -173,3 +173,49 @@ describe('partition leader lookups', () => {
     expect(findLeaderForPartitions.call(many, 't', all)['1']).toHaveLength(10_000);
   });
 });
+
+describe('kafkajs patch 9: no heartbeat per batch once the group is rebalancing', () => {
+  /** kafkajs' own ConsumerGroup (patched), its coordinator a stand-in that answers as `answer` says. */
+  async function consumerGroup(answer: () => Promise<void>) {
+    const { createRequire } = await import('node:module');
+    const ConsumerGroup = createRequire(import.meta.url)('kafkajs/src/consumer/consumerGroup') as new (options: object) => {
+      heartbeat(options: { interval: number }): Promise<void>;
+      coordinator: unknown;
+      generationId: number | null;
+      memberId: string | null;
+      lastRequest: number;
+    };
+    const quiet = { info: () => undefined, debug: () => undefined, warn: () => undefined, error: () => undefined };
+    const group = new ConsumerGroup({ groupId: 'g', topics: [], logger: { namespace: () => quiet }, instrumentationEmitter: { emit: () => undefined }, retry: {} });
+    const sent = vi.fn(answer);
+    group.coordinator = { heartbeat: sent };
+    group.generationId = 1;
+    group.memberId = 'm-1';
+    group.lastRequest = 0;
+    return { group, sent };
+  }
+  const rebalancing = (): Error => Object.assign(new Error('The group is rebalancing, so a rejoin is needed'), { name: 'KafkaJSProtocolError', type: 'REBALANCE_IN_PROGRESS' });
+
+  it('answers every heartbeat after a rebalancing answer at once, without a request, until the member has a new generation', async () => {
+    const { heartbeat } = await import('../../../src/kafka/kafkajs-patches/rebalance-heartbeat.js');
+    const { createRequire } = await import('node:module');
+    expect((createRequire(import.meta.url)('kafkajs/src/consumer/consumerGroup') as { prototype: { heartbeat: unknown } }).prototype.heartbeat).toBe(heartbeat);
+    let rebalance = true;
+    const { group, sent } = await consumerGroup(async () => { if (rebalance) throw rebalancing(); });
+    for (let batch = 0; batch < 5; batch += 1) await expect(group.heartbeat({ interval: 0 })).rejects.toThrow(/rebalancing/);
+    expect(sent).toHaveBeenCalledTimes(1);
+    // Joined again: a new generation; heartbeats go out again.
+    rebalance = false;
+    group.generationId = 2;
+    await group.heartbeat({ interval: 0 });
+    await group.heartbeat({ interval: 0 });
+    expect(sent).toHaveBeenCalledTimes(3);
+  });
+
+  it('keeps sending after an answer that is not about the group (a broker that went away)', async () => {
+    const { group, sent } = await consumerGroup(async () => { throw Object.assign(new Error('Connection error'), { name: 'KafkaJSConnectionError' }); });
+    await expect(group.heartbeat({ interval: 0 })).rejects.toThrow(/Connection/);
+    await expect(group.heartbeat({ interval: 0 })).rejects.toThrow(/Connection/);
+    expect(sent).toHaveBeenCalledTimes(2);
+  });
+});
