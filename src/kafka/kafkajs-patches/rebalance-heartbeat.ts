@@ -12,53 +12,67 @@
  * joined, and none of its tasks processed a record meanwhile.
  *
  * The patched heartbeat remembers an answer that means "join again" (kafkajs' own isRebalancing:
- * REBALANCE_IN_PROGRESS, NOT_COORDINATOR_FOR_GROUP, ILLEGAL_GENERATION) for the generation and
- * member it was given to, and throws it again at once, without a request, until the member has
- * joined again (a new generation or member id). The rest of the fetch then settles at once and
- * the runner rejoins. It replaces the method on kafkajs' ConsumerGroup prototype, so the check is
- * by identity. It loads kafkajs' consumer files (Batch requires the file patch 1 replaces), so it
- * is installed after patch 1.
+ * REBALANCE_IN_PROGRESS, NOT_COORDINATOR_FOR_GROUP, ILLEGAL_GENERATION) and throws it again at
+ * once, without a request, until the member's next join starts or ends (`joinAndSync`, which
+ * every rejoin of kafkajs goes through: the runner's, the one after UNKNOWN_MEMBER_ID and the
+ * one `fetch` starts on stale metadata). The rest of the fetch then settles at once and the
+ * runner rejoins. Not the generation: a member that rejoins a stable group with the same
+ * metadata gets its generation back (after a coordinator moved, say), and would then never
+ * heartbeat again. An answer to a heartbeat that was under way while a join started or ended is
+ * not remembered (it may be about the generation the join has just left).
+ * It replaces two methods on kafkajs' ConsumerGroup prototype, so the check is by identity. It
+ * loads kafkajs' consumer files (Batch requires the file patch 1 replaces), so it is installed
+ * after patch 1.
  */
 import { type KafkajsPatch, patchNotInPlace, requireKafkajs } from './kafkajs-patch.js';
 
+const REJOIN = Symbol('iqgate.rejoin');
+const JOINS = Symbol('iqgate.joins');
+
 interface ConsumerGroupLike {
-  generationId: number | null;
-  memberId: string | null;
-  [REJOIN]?: { readonly generationId: number | null; readonly memberId: string | null; readonly error: unknown };
+  /** The rebalancing answer to throw again until the next join starts or ends. */
+  [REJOIN]?: unknown;
+  /** Joins started plus joins ended. */
+  [JOINS]?: number;
 }
 
 type Heartbeat = (this: ConsumerGroupLike, options: { interval: number }) => Promise<void>;
+type JoinAndSync = (this: ConsumerGroupLike, ...args: unknown[]) => Promise<void>;
 
 interface ConsumerGroupPrototype {
   heartbeat: Heartbeat;
+  joinAndSync: JoinAndSync;
 }
 
-const REJOIN = Symbol('iqgate.rejoin');
-
-/** kafkajs' errors.js isRebalancing. */
-function isRebalancing(error: unknown): boolean {
-  const type = (error as { type?: unknown } | null)?.type;
-  return type === 'REBALANCE_IN_PROGRESS' || type === 'NOT_COORDINATOR_FOR_GROUP' || type === 'ILLEGAL_GENERATION';
-}
+const { isRebalancing } = requireKafkajs('kafkajs/src/errors') as { isRebalancing: (error: unknown) => boolean };
 
 function consumerGroupPrototype(): ConsumerGroupPrototype {
   return (requireKafkajs('kafkajs/src/consumer/consumerGroup') as { prototype: ConsumerGroupPrototype }).prototype;
 }
 
-/** kafkajs' own method, kept by install(). */
+/** kafkajs' own methods, kept by install(). */
 let kafkajsHeartbeat: Heartbeat | undefined;
+let kafkajsJoinAndSync: JoinAndSync | undefined;
 
 export const heartbeat: Heartbeat = async function heartbeat(this: ConsumerGroupLike, options: { interval: number }): Promise<void> {
-  const rejoin = this[REJOIN];
-  if (rejoin !== undefined) {
-    if (rejoin.generationId === this.generationId && rejoin.memberId === this.memberId) throw rejoin.error;
-    delete this[REJOIN];
-  }
+  if (this[REJOIN] !== undefined) throw this[REJOIN];
+  const joins = this[JOINS] ?? 0;
   try {
     await kafkajsHeartbeat!.call(this, options);
   } catch (error) {
-    if (isRebalancing(error)) this[REJOIN] = { generationId: this.generationId, memberId: this.memberId, error };
+    if (isRebalancing(error) && (this[JOINS] ?? 0) === joins) this[REJOIN] = error;
     throw error;
+  }
+};
+
+export const joinAndSync: JoinAndSync = async function joinAndSync(this: ConsumerGroupLike, ...args: unknown[]): Promise<void> {
+  this[JOINS] = (this[JOINS] ?? 0) + 1;
+  delete this[REJOIN];
+  try {
+    await kafkajsJoinAndSync!.apply(this, args);
+  } finally {
+    this[JOINS] = (this[JOINS] ?? 0) + 1;
+    delete this[REJOIN];
   }
 };
 
@@ -70,9 +84,14 @@ export const rebalanceHeartbeatPatch: KafkajsPatch = {
       kafkajsHeartbeat = prototype.heartbeat;
       prototype.heartbeat = heartbeat;
     }
+    if (prototype.joinAndSync !== joinAndSync) {
+      kafkajsJoinAndSync = prototype.joinAndSync;
+      prototype.joinAndSync = joinAndSync;
+    }
   },
   check: () => {
-    if (consumerGroupPrototype().heartbeat !== heartbeat) {
+    const prototype = consumerGroupPrototype();
+    if (prototype.heartbeat !== heartbeat || prototype.joinAndSync !== joinAndSync) {
       throw patchNotInPlace('rebalance-heartbeat', 'a kafkajs consumer sends one failed heartbeat per partition before it rejoins a rebalancing group');
     }
   },

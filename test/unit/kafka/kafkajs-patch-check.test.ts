@@ -67,6 +67,7 @@ const kafkajsInternals = `
       require('kafkajs/src/protocol/encoder').prototype.writeNullableArray,
       require('kafkajs/src/cluster').prototype.findLeaderForPartitions,
       require('kafkajs/src/consumer/consumerGroup').prototype.heartbeat,
+      require('kafkajs/src/consumer/consumerGroup').prototype.joinAndSync,
     ];
   };`;
 

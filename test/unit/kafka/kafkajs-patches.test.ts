@@ -175,15 +175,21 @@ describe('partition leader lookups', () => {
 });
 
 describe('kafkajs patch 9: no heartbeat per batch once the group is rebalancing', () => {
-  /** kafkajs' own ConsumerGroup (patched), its coordinator a stand-in that answers as `answer` says. */
+  /**
+   * kafkajs' own ConsumerGroup (patched), its coordinator a stand-in that answers as `answer`
+   * says, and its joinAndSync's retrier a stand-in for a join that leaves generation and member
+   * id as they were (a member rejoining a stable group gets its generation back).
+   */
   async function consumerGroup(answer: () => Promise<void>) {
     const { createRequire } = await import('node:module');
     const ConsumerGroup = createRequire(import.meta.url)('kafkajs/src/consumer/consumerGroup') as new (options: object) => {
       heartbeat(options: { interval: number }): Promise<void>;
+      joinAndSync(): Promise<void>;
       coordinator: unknown;
       generationId: number | null;
       memberId: string | null;
       lastRequest: number;
+      retrier: (fn: unknown) => Promise<void>;
     };
     const quiet = { info: () => undefined, debug: () => undefined, warn: () => undefined, error: () => undefined };
     const group = new ConsumerGroup({ groupId: 'g', topics: [], logger: { namespace: () => quiet }, instrumentationEmitter: { emit: () => undefined }, retry: {} });
@@ -192,24 +198,41 @@ describe('kafkajs patch 9: no heartbeat per batch once the group is rebalancing'
     group.generationId = 1;
     group.memberId = 'm-1';
     group.lastRequest = 0;
+    group.retrier = async () => undefined;
     return { group, sent };
   }
-  const rebalancing = (): Error => Object.assign(new Error('The group is rebalancing, so a rejoin is needed'), { name: 'KafkaJSProtocolError', type: 'REBALANCE_IN_PROGRESS' });
+  const answer = (type: string): Error => Object.assign(new Error(`the coordinator said ${type}`), { name: 'KafkaJSProtocolError', type });
 
-  it('answers every heartbeat after a rebalancing answer at once, without a request, until the member has a new generation', async () => {
-    const { heartbeat } = await import('../../../src/kafka/kafkajs-patches/rebalance-heartbeat.js');
+  it('answers every heartbeat after a rebalancing answer at once, without a request, until the member joins again — even into the same generation', async () => {
+    const { heartbeat, joinAndSync } = await import('../../../src/kafka/kafkajs-patches/rebalance-heartbeat.js');
     const { createRequire } = await import('node:module');
-    expect((createRequire(import.meta.url)('kafkajs/src/consumer/consumerGroup') as { prototype: { heartbeat: unknown } }).prototype.heartbeat).toBe(heartbeat);
-    let rebalance = true;
-    const { group, sent } = await consumerGroup(async () => { if (rebalance) throw rebalancing(); });
-    for (let batch = 0; batch < 5; batch += 1) await expect(group.heartbeat({ interval: 0 })).rejects.toThrow(/rebalancing/);
-    expect(sent).toHaveBeenCalledTimes(1);
-    // Joined again: a new generation; heartbeats go out again.
-    rebalance = false;
-    group.generationId = 2;
+    const prototype = (createRequire(import.meta.url)('kafkajs/src/consumer/consumerGroup') as { prototype: { heartbeat: unknown; joinAndSync: unknown } }).prototype;
+    expect(prototype.heartbeat).toBe(heartbeat);
+    expect(prototype.joinAndSync).toBe(joinAndSync);
+    for (const type of ['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION']) {
+      let rebalancing = true;
+      const { group, sent } = await consumerGroup(async () => { if (rebalancing) throw answer(type); });
+      for (let batch = 0; batch < 5; batch += 1) await expect(group.heartbeat({ interval: 0 })).rejects.toThrow(type);
+      expect(sent).toHaveBeenCalledTimes(1);
+      rebalancing = false;
+      await group.joinAndSync(); // same generation, same member
+      await group.heartbeat({ interval: 0 });
+      await group.heartbeat({ interval: 0 });
+      expect(sent).toHaveBeenCalledTimes(3);
+    }
+  });
+
+  it('does not remember an answer to a heartbeat that was under way while the member joined again', async () => {
+    let reject!: (error: Error) => void;
+    let held = true;
+    const { group, sent } = await consumerGroup(() => (held ? new Promise<void>((_resolve, rejectHeld) => { reject = rejectHeld; }) : Promise.resolve()));
+    const inFlight = group.heartbeat({ interval: 0 });
+    await group.joinAndSync(); // the join that answer may be about
+    held = false;
+    reject(answer('ILLEGAL_GENERATION'));
+    await expect(inFlight).rejects.toThrow('ILLEGAL_GENERATION');
     await group.heartbeat({ interval: 0 });
-    await group.heartbeat({ interval: 0 });
-    expect(sent).toHaveBeenCalledTimes(3);
+    expect(sent).toHaveBeenCalledTimes(2);
   });
 
   it('keeps sending after an answer that is not about the group (a broker that went away)', async () => {
