@@ -20,7 +20,7 @@
  *
  * The check is by identity: the prototype holds the methods every Cluster calls.
  */
-import { type KafkajsPatch, patchNotInPlace, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, patchNotInPlace, replaceMethod, requireKafkajs } from './kafkajs-patch.js';
 
 interface CoordinatorArgs { readonly groupId: string; readonly coordinatorType?: number }
 type FindGroupCoordinator = (this: ClusterLike, args: CoordinatorArgs) => Promise<{ nodeId: number }>;
@@ -74,14 +74,8 @@ export const coordinatorCachePatch: KafkajsPatch = {
   name: 'coordinator-cache',
   install: () => {
     const cluster = clusterPrototype();
-    if (cluster.findGroupCoordinator !== findCachedCoordinator) {
-      kafkajsFindGroupCoordinator = cluster.findGroupCoordinator;
-      cluster.findGroupCoordinator = findCachedCoordinator;
-    }
-    if (cluster.refreshMetadata !== refreshMetadataAndCoordinators) {
-      kafkajsRefreshMetadata = cluster.refreshMetadata;
-      cluster.refreshMetadata = refreshMetadataAndCoordinators;
-    }
+    kafkajsFindGroupCoordinator ??= replaceMethod(cluster, 'findGroupCoordinator', findCachedCoordinator);
+    kafkajsRefreshMetadata ??= replaceMethod(cluster, 'refreshMetadata', refreshMetadataAndCoordinators);
   },
   check: () => {
     const cluster = clusterPrototype();

@@ -55,6 +55,18 @@ export function isKafkajsFileReplaced(file: string, replacement: unknown): boole
   return requireKafkajs.cache[requireKafkajs.resolve(file)]?.exports === replacement;
 }
 
+/**
+ * Puts `replacement` in place of kafkajs' method `name` on `prototype`, unless it is there
+ * already, and returns kafkajs' own method the first time (undefined after): `kept ??=
+ * replaceMethod(...)` keeps the original across repeated installs.
+ */
+export function replaceMethod<T extends object, K extends keyof T>(prototype: T, name: K, replacement: T[K]): T[K] | undefined {
+  if (prototype[name] === replacement) return undefined;
+  const original = prototype[name];
+  prototype[name] = replacement;
+  return original;
+}
+
 /** The error of a check() that found its patch missing. */
 export function patchNotInPlace(patch: string, what: string): IqgateError {
   return new IqgateError('INVALID_CONFIG', `iqgate's kafkajs patch ${patch} is not in place: ${what}. Import 'iqgate' `

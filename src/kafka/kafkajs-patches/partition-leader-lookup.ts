@@ -16,7 +16,7 @@
  * topic's metadata, in linear time. It replaces the method on kafkajs' Cluster prototype, so
  * the check is by identity.
  */
-import { type KafkajsPatch, patchNotInPlace, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, patchNotInPlace, replaceMethod, requireKafkajs } from './kafkajs-patch.js';
 
 interface PartitionMetadata {
   readonly partitionId: number;
@@ -63,11 +63,7 @@ export let kafkajsFindLeaderForPartitions: FindLeaderForPartitions | undefined;
 export const partitionLeaderLookupPatch: KafkajsPatch = {
   name: 'partition-leader-lookup',
   install: () => {
-    const cluster = clusterPrototype();
-    if (cluster.findLeaderForPartitions !== findLeaderForPartitions) {
-      kafkajsFindLeaderForPartitions = cluster.findLeaderForPartitions;
-      cluster.findLeaderForPartitions = findLeaderForPartitions;
-    }
+    kafkajsFindLeaderForPartitions ??= replaceMethod(clusterPrototype(), 'findLeaderForPartitions', findLeaderForPartitions);
   },
   check: () => {
     if (clusterPrototype().findLeaderForPartitions !== findLeaderForPartitions) {

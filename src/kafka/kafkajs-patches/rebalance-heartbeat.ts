@@ -24,7 +24,7 @@
  * loads kafkajs' consumer files (Batch requires the file patch 1 replaces), so it is installed
  * after patch 1.
  */
-import { type KafkajsPatch, patchNotInPlace, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, patchNotInPlace, replaceMethod, requireKafkajs } from './kafkajs-patch.js';
 
 const REJOIN = Symbol('iqgate.rejoin');
 const JOINS = Symbol('iqgate.joins');
@@ -80,14 +80,8 @@ export const rebalanceHeartbeatPatch: KafkajsPatch = {
   name: 'rebalance-heartbeat',
   install: () => {
     const prototype = consumerGroupPrototype();
-    if (prototype.heartbeat !== heartbeat) {
-      kafkajsHeartbeat = prototype.heartbeat;
-      prototype.heartbeat = heartbeat;
-    }
-    if (prototype.joinAndSync !== joinAndSync) {
-      kafkajsJoinAndSync = prototype.joinAndSync;
-      prototype.joinAndSync = joinAndSync;
-    }
+    kafkajsHeartbeat ??= replaceMethod(prototype, 'heartbeat', heartbeat);
+    kafkajsJoinAndSync ??= replaceMethod(prototype, 'joinAndSync', joinAndSync);
   },
   check: () => {
     const prototype = consumerGroupPrototype();
