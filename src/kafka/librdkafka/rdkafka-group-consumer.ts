@@ -232,8 +232,10 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
 
   private onRebalance(err: LibrdKafkaError, assignment: RdTopicPartition[]): void {
     const partitions = assignment.map((tp) => ({ topic: tp.topic, partition: tp.partition }));
+    // What flows now: an assignment adds none of it, a revocation may take some of it away.
+    const flowing = this.flowing();
     if (err.code === ERR_ASSIGN || err.code === ERR_REVOKE) {
-      const retained = new Set(this.flowing().map((tp) => key(tp.topic, tp.partition)));
+      const retained = new Set(flowing.map((tp) => key(tp.topic, tp.partition)));
       for (const tp of partitions) retained.delete(key(tp.topic, tp.partition));
       this.rebalanceProbe = { kind: err.code === ERR_ASSIGN ? 'assign' : 'revoke', at: performance.now(), resumedAt: 0, retained };
     }
@@ -246,7 +248,6 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       } catch (error) {
         this.options.log?.warn({ err: error }, 'librdkafka: incremental assign failed');
       }
-      const retained = this.flowing();
       for (const tp of partitions) {
         this.assigned.set(key(tp.topic, tp.partition), tp);
         // Only what librdkafka did pause: the task manager's pause() of a new task tries again otherwise.
@@ -256,7 +257,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       // librdkafka paused every assigned partition while this callback was pending and resumed
       // them in incrementalAssign; the retained ones need the wake-up of any resume.
       if (this.rebalanceProbe !== null) this.rebalanceProbe.resumedAt = performance.now();
-      this.wakeFetchers(retained);
+      this.wakeFetchers(flowing);
       if (!this.stopping) this.handlers?.onAssignment([...this.assigned.values()]);
       return;
     }
