@@ -67,21 +67,6 @@ export class CountWatcher {
     }
   }
 
-  /** `done`, or an error saying how far the counts got when `timeoutMs` passes first. */
-  async finished(timeoutMs: number, what: string): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        this.done,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`${what}: the output did not reach the expected counts within ${String(timeoutMs)} ms (${this.progress()})`)), timeoutMs);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   /** Throws the first wrong count seen so far, after `done` too. */
   check(): void {
     if (this.failure !== null) throw this.failure;

@@ -12,8 +12,8 @@
  * moment the output holds every final count — iqgate's runs end the same way. CPU is the JVM's
  * own over that span.
  */
-import { fetchMavenJars, KAFKA_VERSION } from '../scripts/kafka/broker.js';
-import { spawn, spawnSync } from 'node:child_process';
+import { commandExists, fetchMavenJars, KAFKA_VERSION } from '../scripts/kafka/broker.js';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -44,6 +44,8 @@ export interface KStreamsOptions {
   readonly lines: number;
   /** Every word's final count. */
   readonly expected: ReadonlyMap<string, number>;
+  /** Kafka Streams' jars (kstreamsJars()). */
+  readonly libs: string;
   readonly timeoutMs?: number;
 }
 
@@ -62,17 +64,15 @@ const here = fileURLToPath(new URL('./kstreams/', import.meta.url));
 export function kstreamsJars(): string {
   const pom = join(here, 'pom.xml');
   const digest = createHash('sha256').update(readFileSync(pom)).digest('hex').slice(0, 12);
-  const java = spawnSync('java', ['-version'], { stdio: 'ignore' });
-  if (java.error !== undefined || java.status !== 0) throw new Error('java is not on PATH: the Kafka Streams run needs a Java 17+ runtime (BENCH_KSTREAMS=0 leaves it out)');
+  if (!commandExists('java', ['-version'])) throw new Error('java is not on PATH: the Kafka Streams run needs a Java 17+ runtime (BENCH_KSTREAMS=0 leaves it out)');
   return fetchMavenJars(pom, `kafka-streams-${KAFKA_VERSION}-${digest}`, `Kafka Streams ${KAFKA_VERSION} and its dependencies`, { log: (line) => console.error(line) });
 }
 
 export async function kstreamsWordcount(options: KStreamsOptions): Promise<KStreamsRun> {
-  const libs = kstreamsJars();
   const watcher = await CountWatcher.start(options.brokers, options.output, `${options.applicationId}-check`, options.expected);
   const stateDir = await mkdtemp(join(tmpdir(), 'iqgate-bench-kstreams-'));
   // VM warnings to stderr: stdout carries the events.
-  const java = spawn('java', ['-XX:+DisplayVMOutputToStderr', '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-cp', `${libs}/*`, join(here, 'WordCount.java'), options.brokers.join(','), options.input, options.output, options.applicationId, stateDir], {
+  const java = spawn('java', ['-XX:+DisplayVMOutputToStderr', '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-cp', `${options.libs}/*`, join(here, 'WordCount.java'), options.brokers.join(','), options.input, options.output, options.applicationId, stateDir], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   java.stdin.on('error', () => undefined); // a JVM that died: the exit below says so

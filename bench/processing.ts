@@ -156,7 +156,7 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
 }
 
 async function main(): Promise<void> {
-  if (KSTREAMS) kstreamsJars(); // java and Kafka Streams' jars, before any run
+  const kstreamsLibs = KSTREAMS ? kstreamsJars() : undefined; // java and Kafka Streams' jars, before any run
   const broker = await benchBroker();
   const kafka = new Kafka({ clientId: 'bench-processing', brokers: broker.brokers, logLevel: logLevel.ERROR });
   const admin = kafka.admin();
@@ -177,9 +177,9 @@ async function main(): Promise<void> {
     for (const client of CLIENTS) eos.set(client, await eosWordcount(broker.brokers, input, `bench-wc-out-${client}-${suffix}`, client, counts));
     // Kafka Streams last: a failure of its run is reported, and iqgate's figures are still written.
     let kstreams: KStreamsRun | undefined;
-    if (KSTREAMS) {
+    if (kstreamsLibs !== undefined) {
       try {
-        kstreams = await kstreamsWordcount({ brokers: broker.brokers, input, output: `bench-kstreams-out-${suffix}`, applicationId: `bench-kstreams-${suffix}`, lines: LINES, expected: counts });
+        kstreams = await kstreamsWordcount({ brokers: broker.brokers, input, output: `bench-kstreams-out-${suffix}`, applicationId: `bench-kstreams-${suffix}`, lines: LINES, expected: counts, libs: kstreamsLibs });
       } catch (error) {
         console.error(`the Kafka Streams run failed: ${(error as Error).stack ?? String(error)}`);
         process.exitCode = 1;

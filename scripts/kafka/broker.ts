@@ -81,7 +81,8 @@ export function cacheDirectory(options: Pick<BrokerOptions, 'cacheDir'> = {}): s
   return options.cacheDir ?? process.env.IQGATE_CACHE_DIR ?? join(homedir(), '.cache', 'iqgate');
 }
 
-function commandExists(command: string, args: string[]): boolean {
+/** Whether `command args` runs and exits 0 (java -version, mvn -v). */
+export function commandExists(command: string, args: string[]): boolean {
   const result = spawnSync(command, args, { stdio: 'ignore' });
   return result.error === undefined && result.status === 0;
 }
