@@ -27,6 +27,7 @@ import type { Cluster, Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { ConsumerHandlers, GroupConsumerPort, InputRecord, PartitionOwner, TopicPartition, TopicPartitionOffset } from '../processing/ports.js';
 import type { GroupSettings } from './group-settings.js';
 import { toIqgateError } from './kafka-errors.js';
+import { setFetchSizeHint } from './kafkajs-patches/fetch-size.js';
 import { PartitionOwnerTracker } from './partition-owner-tracker.js';
 import { taskAssigner } from './task-assigner.js';
 
@@ -47,6 +48,35 @@ export interface GroupConsumerOptions extends GroupSettings {
   readonly onMemberId?: (memberId: string) => void;
   /** The outcome of removing previousMemberId: removed, or why not (e.g. it had left already). */
   readonly onPreviousMemberRemoved?: (outcome: { readonly memberId: string; readonly removed: boolean; readonly error?: unknown }) => void;
+}
+
+/**
+ * The fetch sizes while gateway requests wait (ConsumerHandlers.maxRecordsPerFetch is finite):
+ * kafkajs decodes a whole response on the event loop in one stretch (kafkajs patch 10,
+ * fetch-size.ts), and 2 MB took up to 15 ms of it in bench:query:busy. Measured there (kafkajs,
+ * 1.5M lines, one run each; busy ÷ idle q/s, then p99): the configured 2 MB / 256 KB per
+ * partition 0.33 / 4.53 (0.38 / 3.41 with the wait in eachBatch); 256 KB / 64 KB 0.42 / 2.66
+ * (no wait); with the wait, 128 KB / 32 KB 0.46–0.48 / 1.72–1.95 and 64 KB / 16 KB 0.50 / 2.14,
+ * the best busy q/s and p99 of all (6,135 q/s, 10.1 ms). Only while requests wait: otherwise
+ * fetches keep the configured sizes.
+ */
+const SHARED_FETCH_SIZES = { maxBytes: 65_536, maxBytesPerPartition: 16_384 } as const;
+
+/** The longest eachBatch waits for readyForMore(): kafkajs heartbeats only between batches. */
+const READY_WAIT_MAX_MS = 20;
+
+function finite(n: number | undefined): boolean {
+  return n !== undefined && Number.isFinite(n);
+}
+
+/**
+ * Waits (at most READY_WAIT_MAX_MS) until the tasks take records again: the pacer of gateway
+ * requests rests (src/runtime/query-share.ts). kafkajs fetches again only once a fetch's batches
+ * are handled, so this also holds its next fetch, whose decoding is processing work too.
+ */
+async function whileNotReady(handlers: ConsumerHandlers): Promise<void> {
+  const until = Date.now() + READY_WAIT_MAX_MS;
+  while (handlers.readyForMore?.() === false && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 1));
 }
 
 export function toInputRecord(topic: string, partition: number, message: KafkaMessage): InputRecord {
@@ -107,6 +137,8 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
 
   async run(handlers: ConsumerHandlers): Promise<void> {
     const c = this.consumer;
+    // While gateway requests wait (a finite hint), fetch small: kafkajs decodes a response in one stretch.
+    if (this.cluster !== undefined) setFetchSizeHint(this.cluster, () => (finite(handlers.maxRecordsPerFetch?.()) ? SHARED_FETCH_SIZES : undefined));
     c.on(c.events.GROUP_JOIN, (event) => {
       this.options.onMemberId?.(event.payload.memberId);
       const assignment: TopicPartition[] = [];
@@ -139,6 +171,10 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
         partitionsConsumedConcurrently: 1,
         eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
           if (!isRunning() || isStale()) return;
+          if (handlers.readyForMore?.() === false) {
+            await whileNotReady(handlers);
+            if (!isRunning() || isStale()) return;
+          }
           const records = batch.messages.map((m) => toInputRecord(batch.topic, batch.partition, m));
           if (handlers.onBatch({ topic: batch.topic, partition: batch.partition }, records)) resolveOffset(batch.lastOffset());
           await heartbeat();

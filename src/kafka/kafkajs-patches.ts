@@ -11,6 +11,7 @@
  *  7. targeted-metadata            no whole-cluster metadata at connect (start-up time, network)
  *  8. partition-leader-lookup      partition leaders looked up in linear time (CPU while tasks open)
  *  9. rebalance-heartbeat          no heartbeat per batch once the group is rebalancing (rebalance time)
+ * 10. fetch-size                   a consumer's fetch size can change while it runs (queries under load)
  *
  * Import this module before anything that imports kafkajs. Patches 1, 2 and 5 replace one of
  * kafkajs' files in Node's CommonJS module cache, which kafkajs then requires; a file kafkajs
@@ -19,12 +20,13 @@
  * methods on kafkajs' prototypes. All are installed here, in this order, when this module is
  * evaluated; the prototype patches 3, 4, 6, 7 and 8 load only kafkajs' cluster, network, encoder
  * and errors files, which require none of the files that 1, 2 and 5 replace (the checks would
- * fail otherwise); 9 loads kafkajs' consumer files, whose Batch requires the file 1 replaces, and
- * so comes after 1.
+ * fail otherwise); 9 and 10 load kafkajs' consumer files, whose Batch requires the file 1
+ * replaces, and so come after 1.
  * createKafka() calls assertKafkajsPatched(), which runs every patch's check().
  */
 import { abortedTransactionFilterPatch } from './kafkajs-patches/aborted-transaction-filter.js';
 import { coordinatorCachePatch } from './kafkajs-patches/coordinator-cache.js';
+import { fetchSizePatch } from './kafkajs-patches/fetch-size.js';
 import { groupMessagesPerPartitionPatch } from './kafkajs-patches/group-messages-per-partition.js';
 import type { KafkajsPatch } from './kafkajs-patches/kafkajs-patch.js';
 import { partitionLeaderLookupPatch } from './kafkajs-patches/partition-leader-lookup.js';
@@ -47,6 +49,7 @@ export const KAFKAJS_PATCHES: readonly KafkajsPatch[] = [
   targetedMetadataPatch,
   partitionLeaderLookupPatch,
   rebalanceHeartbeatPatch,
+  fetchSizePatch,
 ];
 
 for (const patch of KAFKAJS_PATCHES) patch.install();

@@ -75,13 +75,18 @@ export interface ConsumerHandlers {
   /**
    * Whether the tasks can take more records now. Adapters whose pause is costly (librdkafka
    * drops a paused partition's prefetched records) ask before each fetch and wait while false,
-   * instead of the task manager pausing partitions for back-pressure.
+   * instead of the task manager pausing partitions for back-pressure. kafkajs asks before it
+   * hands a batch over and waits a bounded time (it heartbeats only between batches; it is
+   * false there only while the pacer of gateway requests rests, a few milliseconds).
    */
   readyForMore?(): boolean;
   /**
    * The most records the next fetch should hand over at once (a hint; default: the adapter's
    * batch size). Turning fetched records into JavaScript objects is one synchronous stretch on
-   * librdkafka, so the task manager asks for small batches while gateway requests wait.
+   * librdkafka, and decoding a fetch response one on kafkajs, so the task manager asks for small
+   * batches while gateway requests wait. librdkafka counts records; kafkajs, which cannot count
+   * before it decodes, fetches fewer bytes while the hint is finite (kafkajs patch 10), and a
+   * broker returns whole producer batches.
    */
   maxRecordsPerFetch?(): number;
   /**

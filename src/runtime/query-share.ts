@@ -6,8 +6,8 @@
  * takes all of it, in slices of `processingSliceMs`. While any request waits for its answer, time
  * is cut into periods of PERIOD_MS and processing may start work only in the first
  * (1 − queryShare) of each period: its slices end at the window's end, and it consumes no new
- * records outside the window (the librdkafka consumer asks `readyForMore()`; kafkajs fetches stop
- * through the usual back-pressure once the tasks' buffers fill). The rest of each period is the
+ * records outside the window (both consumers ask `readyForMore()`, and fetch small while any
+ * request waits: `maxRecordsPerFetch()`). The rest of each period is the
  * gateway's. Windows are fixed to the clock, so the split needs no measuring and a request that
  * arrives mid-window waits at most the window's remainder plus one consumer batch.
  *

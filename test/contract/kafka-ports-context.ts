@@ -39,6 +39,8 @@ export interface MemberHooks {
   onBatch?(tp: TopicPartition, records: readonly InputRecord[], ports: KafkaPorts): boolean;
   /** The work to finish before the adapter gives the partitions up. Default: none. */
   onRevoked?(partitions: readonly TopicPartition[], lost: boolean): Promise<void>;
+  /** ConsumerHandlers.maxRecordsPerFetch (the hint while gateway requests wait). Default: none. */
+  maxRecordsPerFetch?(): number;
 }
 
 /** A running consumer of the group, recording everything its handlers hear. */
@@ -72,6 +74,8 @@ export class Member {
         this.crashes.push(error);
       },
     };
+    const maxRecordsPerFetch = this.hooks.maxRecordsPerFetch;
+    if (maxRecordsPerFetch !== undefined) handlers.maxRecordsPerFetch = maxRecordsPerFetch;
     const onRevoked = this.hooks.onRevoked;
     if (onRevoked !== undefined) {
       handlers.onRevoked = async (partitions, lost) => {

@@ -18,7 +18,10 @@ class FakeKafkajsConsumer extends EventEmitter {
   readonly calls: string[] = [];
   async connect(): Promise<void> {}
   async subscribe(): Promise<void> {}
-  async run(): Promise<void> {
+  /** What the adapter passed to run() (its eachBatch). */
+  runConfig: { eachBatch(payload: unknown): Promise<void> } | undefined;
+  async run(config?: { eachBatch(payload: unknown): Promise<void> }): Promise<void> {
+    this.runConfig = config;
     this.hasGroup = true;
     this.join({ in: [0, 1] });
   }
@@ -83,5 +86,47 @@ describe('the group consumer when kafkajs restarts it (the broker went away)', (
     kafkajsConsumer.join({ in: [0, 1] });
     consumer.seek({ topic: 'in', partition: 0, offset: 7 });
     expect(kafkajsConsumer.calls).toEqual(['pause [{"topic":"in","partitions":[0]}]', 'seek in/0@7']);
+  });
+});
+
+describe('the group consumer while gateway requests wait (readyForMore)', () => {
+  /** The adapter's eachBatch over a stand-in kafkajs, with `ready` as the task manager's readyForMore(). */
+  async function batchTaker(ready: () => boolean) {
+    const kafkajsConsumer = new FakeKafkajsConsumer();
+    const consumer = new KafkaGroupConsumer({ consumer: () => kafkajsConsumer } as unknown as Kafka, { groupId: 'app', topics: ['in'], taskGroups: [['in']] });
+    const taken: number[] = [];
+    await consumer.run({ onBatch: () => { taken.push(Date.now()); return true; }, onAssignment: () => undefined, onRebalancing: () => undefined, onCrash: () => undefined, readyForMore: ready });
+    const resolved: string[] = [];
+    const eachBatch = () => kafkajsConsumer.runConfig!.eachBatch({
+      batch: { topic: 'in', partition: 0, messages: [{ offset: '0', key: null, value: Buffer.from('v'), timestamp: '0', headers: {} }], lastOffset: () => '0' },
+      resolveOffset: (offset: string) => resolved.push(offset),
+      heartbeat: async () => undefined,
+      isRunning: () => true,
+      isStale: () => false,
+    });
+    return { eachBatch, taken, resolved };
+  }
+
+  it('holds a batch while the tasks take no records, and hands it over once they do', async () => {
+    let ready = false;
+    const { eachBatch, taken, resolved } = await batchTaker(() => ready);
+    const handled = eachBatch();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(taken).toEqual([]);
+    const readyAt = Date.now();
+    ready = true;
+    await handled;
+    expect(taken).toHaveLength(1);
+    expect(taken[0]).toBeGreaterThanOrEqual(readyAt);
+    expect(resolved).toEqual(['0']);
+  });
+
+  it('holds it at most READY_WAIT_MAX_MS (kafkajs heartbeats only between batches)', async () => {
+    const { eachBatch, taken } = await batchTaker(() => false);
+    const started = Date.now();
+    await eachBatch();
+    expect(taken).toHaveLength(1);
+    expect(taken[0]! - started).toBeGreaterThanOrEqual(19);
+    expect(taken[0]! - started).toBeLessThan(1_000);
   });
 });

@@ -68,6 +68,7 @@ const kafkajsInternals = `
       require('kafkajs/src/cluster').prototype.findLeaderForPartitions,
       require('kafkajs/src/consumer/consumerGroup').prototype.heartbeat,
       require('kafkajs/src/consumer/consumerGroup').prototype.joinAndSync,
+      require('kafkajs/src/consumer/consumerGroup').prototype.fetch,
     ];
   };`;
 
@@ -106,7 +107,7 @@ describe('the kafkajs patch check', () => {
   it('fails every patch\'s check() before its install(), naming the patch; the entry module lists every patch', async () => {
     const outcomes = JSON.parse(await inFreshProcess(`${loadPatches} console.log(JSON.stringify(outcomes()));`)) as Record<string, string>;
     expect(Object.keys(outcomes).sort()).toEqual([...names].sort());
-    expect(names).toHaveLength(9);
+    expect(names).toHaveLength(10);
     for (const name of names) expect(outcomes[name]).toBe(`INVALID_CONFIG ${name}`);
   }, 40_000);
 
@@ -148,6 +149,7 @@ describe('the kafkajs patch check', () => {
       'targeted-metadata': 'ok',
       'partition-leader-lookup': 'ok',
       'rebalance-heartbeat': 'ok',
+      'fetch-size': 'ok',
     });
   }, 40_000);
 

@@ -242,3 +242,53 @@ describe('kafkajs patch 9: no heartbeat per batch once the group is rebalancing'
     expect(sent).toHaveBeenCalledTimes(2);
   });
 });
+
+describe('kafkajs patch 10: each fetch sized by its consumer\'s hint', () => {
+  /** kafkajs' own ConsumerGroup (patched) with two assigned partitions; its cluster and broker stand-ins record each FetchRequest. */
+  async function consumerGroup() {
+    const { createRequire } = await import('node:module');
+    const ConsumerGroup = createRequire(import.meta.url)('kafkajs/src/consumer/consumerGroup') as new (options: object) => {
+      fetch(nodeId: number): Promise<unknown[]>;
+      subscriptionState: { assign(assignment: Array<{ topic: string; partitions: number[] }>): void };
+      filterPartitionsByNode: (nodeId: number, topicPartitions: unknown) => unknown;
+      offsetManager: unknown;
+    };
+    const requests: Array<{ maxBytes: number; topics: Array<{ partitions: Array<{ maxBytes: number }> }> }> = [];
+    const broker = { fetch: async (request: (typeof requests)[number]) => { requests.push(request); return { responses: [] }; } };
+    const cluster = { refreshMetadataIfNecessary: async () => undefined, findBroker: async () => broker };
+    const quiet = { info: () => undefined, debug: () => undefined, warn: () => undefined, error: () => undefined };
+    const group = new ConsumerGroup({
+      groupId: 'g', topics: ['t'], cluster, logger: { namespace: () => quiet }, instrumentationEmitter: { emit: () => undefined }, retry: {},
+      maxBytes: 2_097_152, maxBytesPerPartition: 262_144, maxWaitTime: 0, minBytes: 1,
+    });
+    group.subscriptionState.assign([{ topic: 't', partitions: [0, 1] }]);
+    group.filterPartitionsByNode = (_nodeId, topicPartitions) => topicPartitions;
+    group.offsetManager = { committedOffsets: () => ({ t: { 0: '0', 1: '0' } }), nextOffset: () => '5', resolveOffsets: async () => undefined };
+    const sizes = () => requests.map((r) => [r.maxBytes, ...r.topics.flatMap((t) => t.partitions.map((p) => p.maxBytes))]);
+    return { group, cluster, sizes };
+  }
+
+  it('asks the hint before every fetch; undefined, or no hint, leaves the consumer\'s own sizes', async () => {
+    const { fetch, setFetchSizeHint } = await import('../../../src/kafka/kafkajs-patches/fetch-size.js');
+    const { createRequire } = await import('node:module');
+    expect((createRequire(import.meta.url)('kafkajs/src/consumer/consumerGroup') as { prototype: { fetch: unknown } }).prototype.fetch).toBe(fetch);
+    const { group, cluster, sizes } = await consumerGroup();
+    const other = await consumerGroup();
+    await group.fetch(0); // no hint yet
+    let small = true;
+    setFetchSizeHint(cluster, () => (small ? { maxBytes: 65_536, maxBytesPerPartition: 16_384 } : undefined));
+    await group.fetch(0);
+    small = false;
+    await group.fetch(0);
+    small = true;
+    await group.fetch(0);
+    await other.group.fetch(0); // another consumer (its own cluster): its own sizes
+    expect(sizes()).toEqual([
+      [2_097_152, 262_144, 262_144],
+      [65_536, 16_384, 16_384],
+      [2_097_152, 262_144, 262_144],
+      [65_536, 16_384, 16_384],
+    ]);
+    expect(other.sizes()).toEqual([[2_097_152, 262_144, 262_144]]);
+  });
+});

@@ -294,10 +294,13 @@ export class FakeConsumer implements GroupConsumerPort {
     for (const tp of this.assignment) {
       if (this.paused.has(k(tp))) continue;
       const from = this.positions.get(k(tp)) ?? 0;
-      const { records, lso } = this.broker.readCommitted(tp.topic, tp.partition, from);
-      if (records.length === 0) continue;
+      const { records: all, lso } = this.broker.readCommitted(tp.topic, tp.partition, from);
+      if (all.length === 0) continue;
+      // The hint while gateway requests wait: at most that many records per delivery.
+      const limit = this.handlers?.maxRecordsPerFetch?.() ?? Infinity;
+      const records = all.length > limit ? all.slice(0, Math.max(1, limit)) : all;
       if (this.handlers?.onBatch(tp, records)) {
-        this.positions.set(k(tp), Math.max(from, lso));
+        this.positions.set(k(tp), records === all ? Math.max(from, lso) : records[records.length - 1]!.offset + 1);
         delivered += records.length;
       }
     }
