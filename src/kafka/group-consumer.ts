@@ -58,7 +58,13 @@ export interface GroupConsumerOptions extends GroupSettings {
  * partition 0.33 / 4.53 (0.38 / 3.41 with the wait in eachBatch); 256 KB / 64 KB 0.42 / 2.66
  * (no wait); with the wait, 128 KB / 32 KB 0.46–0.48 / 1.72–1.95 and 64 KB / 16 KB 0.50 / 2.14,
  * the best busy q/s and p99 of all (6,135 q/s, 10.1 ms). Only while requests wait: otherwise
- * fetches keep the configured sizes.
+ * fetches keep the configured sizes (and a configured size below these stays).
+ *
+ * A cap, not a promise: a broker sends the first partition's next producer batch whole even when
+ * it is larger, and gives a later partition whose next batch does not fit nothing in that
+ * response. With large producer batches a fetch then brings one partition's batch (kafkajs
+ * shuffles the partitions of each request, so every partition comes first in turn): fewer
+ * records per fetch, and a stretch as long as that batch takes to decode.
  */
 const SHARED_FETCH_SIZES = { maxBytes: 65_536, maxBytesPerPartition: 16_384 } as const;
 
@@ -74,9 +80,9 @@ function finite(n: number | undefined): boolean {
  * requests rests (src/runtime/query-share.ts). kafkajs fetches again only once a fetch's batches
  * are handled, so this also holds its next fetch, whose decoding is processing work too.
  */
-async function whileNotReady(handlers: ConsumerHandlers): Promise<void> {
+async function whileNotReady(handlers: ConsumerHandlers, current: () => boolean): Promise<void> {
   const until = Date.now() + READY_WAIT_MAX_MS;
-  while (handlers.readyForMore?.() === false && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 1));
+  while (handlers.readyForMore?.() === false && current() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 1));
 }
 
 export function toInputRecord(topic: string, partition: number, message: KafkaMessage): InputRecord {
@@ -138,7 +144,11 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
   async run(handlers: ConsumerHandlers): Promise<void> {
     const c = this.consumer;
     // While gateway requests wait (a finite hint), fetch small: kafkajs decodes a response in one stretch.
-    if (this.cluster !== undefined) setFetchSizeHint(this.cluster, () => (finite(handlers.maxRecordsPerFetch?.()) ? SHARED_FETCH_SIZES : undefined));
+    const shared = {
+      maxBytes: Math.min(SHARED_FETCH_SIZES.maxBytes, this.options.maxBytes ?? Infinity),
+      maxBytesPerPartition: Math.min(SHARED_FETCH_SIZES.maxBytesPerPartition, this.options.maxBytesPerPartition ?? Infinity),
+    };
+    if (this.cluster !== undefined) setFetchSizeHint(this.cluster, () => (finite(handlers.maxRecordsPerFetch?.()) ? shared : undefined));
     c.on(c.events.GROUP_JOIN, (event) => {
       this.options.onMemberId?.(event.payload.memberId);
       const assignment: TopicPartition[] = [];
@@ -172,7 +182,7 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
         eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
           if (!isRunning() || isStale()) return;
           if (handlers.readyForMore?.() === false) {
-            await whileNotReady(handlers);
+            await whileNotReady(handlers, () => isRunning() && !isStale());
             if (!isRunning() || isStale()) return;
           }
           const records = batch.messages.map((m) => toInputRecord(batch.topic, batch.partition, m));

@@ -85,8 +85,8 @@ export interface ConsumerHandlers {
    * batch size). Turning fetched records into JavaScript objects is one synchronous stretch on
    * librdkafka, and decoding a fetch response one on kafkajs, so the task manager asks for small
    * batches while gateway requests wait. librdkafka counts records; kafkajs, which cannot count
-   * before it decodes, fetches fewer bytes while the hint is finite (kafkajs patch 10), and a
-   * broker returns whole producer batches.
+   * before it decodes, fetches fewer bytes while the hint is finite (kafkajs patch 10); a broker
+   * still sends a producer batch larger than that whole, to the first partition of a fetch.
    */
   maxRecordsPerFetch?(): number;
   /**

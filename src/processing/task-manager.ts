@@ -89,7 +89,8 @@ export interface TaskManagerDeps {
 /**
  * Records per consumer fetch while the pacer shares the event loop: librdkafka hands 250 over in
  * ~1.2 ms of the main thread (bench:query:busy: 250 kept queries at 0.70× idle and processing at
- * 20–27k records/s; 100 starved processing, 500 made queries wait behind the hand-over).
+ * 20–27k records/s; 100 starved processing, 500 made queries wait behind the hand-over). kafkajs
+ * takes a finite hint as "fetch small" (its own sizes, src/kafka/group-consumer.ts).
  */
 const SHARED_FETCH_RECORDS = 250;
 
@@ -269,8 +270,12 @@ export class TaskManager implements ConsumerHandlers {
    * exactly once it says "full".
    */
   readyForMore(): boolean {
-    // While the pacer rests, no new records either: handing them over (librdkafka) is processing too.
+    // While the pacer rests, no new records either: handing them over (librdkafka) or decoding
+    // the next fetch (kafkajs) is processing too.
     if (this.pacer.budgetMs(this.sliceClock()) <= 0) return false;
+    // The eager adapter (kafkajs) has back-pressure by pausing partitions (onBatch), and waits
+    // here only a few milliseconds: for it this answers for the pacer alone.
+    if (this.deps.ports.consumer.cooperative !== true) return true;
     const limit = this.deps.options.maxBufferedRecordsPerTask * Math.max(1, this.tasks.size);
     if (this.bufferedTotal < limit) return true;
     let total = 0;

@@ -5,9 +5,10 @@
  * Processing and the gateway share one JavaScript thread. While no request waits, processing
  * takes all of it, in slices of `processingSliceMs`. While any request waits for its answer, time
  * is cut into periods of PERIOD_MS and processing may start work only in the first
- * (1 − queryShare) of each period: its slices end at the window's end, and it consumes no new
- * records outside the window (both consumers ask `readyForMore()`, and fetch small while any
- * request waits: `maxRecordsPerFetch()`). The rest of each period is the
+ * (1 − queryShare) of each period: its slices end at the window's end, and the consumers take
+ * no new records outside the window (both ask `readyForMore()`; kafkajs waits for it at most
+ * 20 ms per batch, and decodes a fetch response whenever it arrives, so both fetch small while
+ * any request waits: `maxRecordsPerFetch()`). The rest of each period is the
  * gateway's. Windows are fixed to the clock, so the split needs no measuring and a request that
  * arrives mid-window waits at most the window's remainder plus one consumer batch.
  *

@@ -11,7 +11,10 @@
  * The patched `ConsumerGroup#fetch` asks the hint registered for the consumer (by its kafkajs
  * Cluster: kafkajs builds one per consumer, and a restarted ConsumerGroup keeps it) for the sizes
  * of this fetch; a hint that answers undefined, or no hint, leaves the sizes the consumer was
- * created with. The sizes are read once per fetch, before kafkajs builds its request.
+ * created with. The hint is asked once per fetch, as the fetch starts; kafkajs reads the two
+ * fields after a few awaits, and runs one fetch per broker at once on the same ConsumerGroup, so
+ * with several brokers a fetch made as the hint changed may go out with the other fetch's sizes
+ * (either way a size the hint or the consumer gave).
  * It replaces one method on kafkajs' ConsumerGroup prototype, so the check is by identity; like
  * patch 9 it loads kafkajs' consumer files and comes after patch 1.
  */

@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Kafka } from 'kafkajs';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { KafkaGroupConsumer } from '../../../src/kafka/group-consumer.js';
 import type { ConsumerHandlers, TopicPartition } from '../../../src/processing/ports.js';
 
@@ -90,6 +90,10 @@ describe('the group consumer when kafkajs restarts it (the broker went away)', (
 });
 
 describe('the group consumer while gateway requests wait (readyForMore)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   /** The adapter's eachBatch over a stand-in kafkajs, with `ready` as the task manager's readyForMore(). */
   async function batchTaker(ready: () => boolean) {
     const kafkajsConsumer = new FakeKafkajsConsumer();
@@ -97,36 +101,52 @@ describe('the group consumer while gateway requests wait (readyForMore)', () => 
     const taken: number[] = [];
     await consumer.run({ onBatch: () => { taken.push(Date.now()); return true; }, onAssignment: () => undefined, onRebalancing: () => undefined, onCrash: () => undefined, readyForMore: ready });
     const resolved: string[] = [];
+    const state = { stale: false };
+    vi.useFakeTimers();
     const eachBatch = () => kafkajsConsumer.runConfig!.eachBatch({
       batch: { topic: 'in', partition: 0, messages: [{ offset: '0', key: null, value: Buffer.from('v'), timestamp: '0', headers: {} }], lastOffset: () => '0' },
       resolveOffset: (offset: string) => resolved.push(offset),
       heartbeat: async () => undefined,
       isRunning: () => true,
-      isStale: () => false,
+      isStale: () => state.stale,
     });
-    return { eachBatch, taken, resolved };
+    return { eachBatch, taken, resolved, state };
   }
 
   it('holds a batch while the tasks take no records, and hands it over once they do', async () => {
     let ready = false;
     const { eachBatch, taken, resolved } = await batchTaker(() => ready);
+    const started = Date.now();
     const handled = eachBatch();
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await vi.advanceTimersByTimeAsync(10);
     expect(taken).toEqual([]);
-    const readyAt = Date.now();
     ready = true;
+    await vi.advanceTimersByTimeAsync(1);
     await handled;
-    expect(taken).toHaveLength(1);
-    expect(taken[0]).toBeGreaterThanOrEqual(readyAt);
+    expect(taken).toEqual([started + 11]);
     expect(resolved).toEqual(['0']);
   });
 
   it('holds it at most READY_WAIT_MAX_MS (kafkajs heartbeats only between batches)', async () => {
     const { eachBatch, taken } = await batchTaker(() => false);
     const started = Date.now();
-    await eachBatch();
+    const handled = eachBatch();
+    await vi.advanceTimersByTimeAsync(19);
+    expect(taken).toEqual([]);
+    await vi.advanceTimersByTimeAsync(2);
+    await handled;
     expect(taken).toHaveLength(1);
-    expect(taken[0]! - started).toBeGreaterThanOrEqual(19);
-    expect(taken[0]! - started).toBeLessThan(1_000);
+    expect(taken[0]! - started).toBeGreaterThanOrEqual(20);
+  });
+
+  it('drops a batch that went stale while it waited (a seek is pending), without resolving it', async () => {
+    const { eachBatch, taken, resolved, state } = await batchTaker(() => false);
+    const handled = eachBatch();
+    await vi.advanceTimersByTimeAsync(5);
+    state.stale = true;
+    await vi.advanceTimersByTimeAsync(1);
+    await handled;
+    expect(taken).toEqual([]);
+    expect(resolved).toEqual([]);
   });
 });
