@@ -27,7 +27,10 @@
  *   consume.<client>.rate / .cost   the client only consuming wordcount's words back (the first
  *                       run's repartition topic; bench/consume-loop.ts): records/s and event-loop
  *                       µs per record; .wordcount.bound = the lines/s at which consuming alone
- *                       (a line and its words) fills one thread.
+ *                       (a line and its words) fills one thread;
+ *                       consume.librdkafka.wordcount.bound / eos.kafkajs.rate is the most
+ *                       eos.librdkafka.rate / eos.kafkajs.rate could be in the run (a wordcount on
+ *                       librdkafka whose only cost were consuming).
  * Rates count input lines per second from start() to the moment the run's output topic holds
  * every word's final count (bench/count-watcher.ts, read_committed; start-up and the group join
  * included, as for the loops); a wrong count fails the run. Prints one line per figure and writes
@@ -84,6 +87,11 @@ function consumeLoop(brokerList: readonly string[], topic: string, records: numb
   });
   if (child.status !== 0) throw new Error(`bench/consume-loop.ts (${client}) failed with status ${String(child.status)}: ${child.stdout}`);
   return JSON.parse(child.stdout.trim().split('\n').pop() ?? '{}') as { records: number; recordsPerSecond: number; activeMicrosPerRecord: number };
+}
+
+/** Lines/s at which consuming alone — a line and its share of the repartitioned words — fills one thread. */
+function wordcountBound(run: { readonly records: number; readonly activeMicrosPerRecord: number }): number {
+  return 1e6 / (run.activeMicrosPerRecord * ((LINES + run.records) / LINES));
 }
 
 interface EosRun {
@@ -213,11 +221,16 @@ async function main(): Promise<void> {
       // Consuming alone (a line, and its share of the repartition records), on one thread, bounds
       // wordcount at this many lines/s.
       report(`consume.${client}.repartition.records`, 'count', run.records);
-      report(`consume.${client}.wordcount.bound`, 'lines/s', 1e6 / (run.activeMicrosPerRecord * ((LINES + run.records) / LINES)));
+      report(`consume.${client}.wordcount.bound`, 'lines/s', wordcountBound(run));
     }
     const rd = eos.get('librdkafka');
     const js = eos.get('kafkajs');
-    if (rd !== undefined && js !== undefined) report('eos.librdkafka.rate / eos.kafkajs.rate', 'ratio', rd.rate / js.rate);
+    if (rd !== undefined && js !== undefined) {
+      report('eos.librdkafka.rate / eos.kafkajs.rate', 'ratio', rd.rate / js.rate);
+      // The most that ratio could be in this run: librdkafka only consuming what wordcount consumes.
+      const bound = consume.get('librdkafka');
+      if (bound !== undefined) report('consume.librdkafka.wordcount.bound / eos.kafkajs.rate', 'ratio', wordcountBound(bound) / js.rate);
+    }
     if (kstreams !== undefined) {
       report('kstreams.rate', 'lines/s', kstreams.rate);
       report('kstreams.steady.rate', 'lines/s', kstreams.steadyRate);
