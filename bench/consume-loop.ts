@@ -1,9 +1,10 @@
 /**
  * The consuming half of a client's ceiling, for bench:processing: how fast the client hands
  * already-committed records to JavaScript, and what each costs the event loop. Wordcount
- * consumes nine records per input line (the line, then its eight words back from the
- * repartition topic), so this cost times nine bounds a one-thread wordcount before any
- * processing, producing or committing (docs/engine.md, "Where the time goes").
+ * consumes a record per input line plus its share of the repartition topic's records (packs of
+ * up to 128 words: ~1.06 records per line in all), so this cost times that bounds a one-thread
+ * wordcount before any processing, producing or committing (bench/processing.ts,
+ * wordcountBound(); docs/engine.md, "Where the time goes").
  *
  * Reads <records> records of <topic> from the beginning, read_committed, in a group of its own,
  * and does nothing with them:

@@ -30,7 +30,9 @@
  *                       (a line and its words) fills one thread;
  *                       consume.librdkafka.wordcount.bound / eos.kafkajs.rate is the most
  *                       eos.librdkafka.rate / eos.kafkajs.rate could be in the run (a wordcount on
- *                       librdkafka whose only cost were consuming).
+ *                       librdkafka whose only cost were consuming; an estimate: the cost per
+ *                       record is measured on packed records and applied to lines too), printed
+ *                       when both clients run.
  * Rates count input lines per second from start() to the moment the run's output topic holds
  * every word's final count (bench/count-watcher.ts, read_committed; start-up and the group join
  * included, as for the loops); a wrong count fails the run. Prints one line per figure and writes

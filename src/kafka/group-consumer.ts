@@ -63,7 +63,7 @@ export interface GroupConsumerOptions extends GroupSettings {
  * A cap, not a promise: a broker sends the first partition's next producer batch whole even when
  * it is larger, and gives a later partition whose next batch does not fit nothing in that
  * response. With large producer batches a fetch then brings one partition's batch (kafkajs
- * shuffles the partitions of each request, so every partition comes first in turn): fewer
+ * shuffles the partitions of each request at random, so each comes first now and then): fewer
  * records per fetch, and a stretch as long as that batch takes to decode.
  */
 const SHARED_FETCH_SIZES = { maxBytes: 65_536, maxBytesPerPartition: 16_384 } as const;

@@ -46,8 +46,9 @@ export function describeConsumingContract(ctx: ContractContext): void {
 
     it('while maxRecordsPerFetch() is finite, a backlog comes in small deliveries, every record once and in order', async () => {
       // A hint, kept in the adapter's own unit: librdkafka counts records, kafkajs bytes (it cannot
-      // count before it decodes, and a broker returns whole producer batches), so the backlog is
-      // written in batches of 10 records of 1 KB, and a delivery may round up to whole batches.
+      // count before it decodes; a broker sends only whole batches that fit, but the first
+      // partition's next batch whole even when larger), so the backlog is written in batches of
+      // 10 records of 1 KB.
       const [topic] = await ctx.topics(1, 1) as [string];
       const tp: TopicPartition = { topic, partition: 0 };
       for (let batch = 0; batch < 30; batch += 1) {
