@@ -71,10 +71,6 @@ const SHARED_FETCH_SIZES = { maxBytes: 65_536, maxBytesPerPartition: 16_384 } as
 /** The longest eachBatch waits for readyForMore(): kafkajs heartbeats only between batches. */
 const READY_WAIT_MAX_MS = 20;
 
-function finite(n: number | undefined): boolean {
-  return n !== undefined && Number.isFinite(n);
-}
-
 /**
  * Waits (at most READY_WAIT_MAX_MS) until the tasks take records again: the pacer of gateway
  * requests rests (src/runtime/query-share.ts). kafkajs fetches again only once a fetch's batches
@@ -148,7 +144,7 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
       maxBytes: Math.min(SHARED_FETCH_SIZES.maxBytes, this.options.maxBytes ?? Infinity),
       maxBytesPerPartition: Math.min(SHARED_FETCH_SIZES.maxBytesPerPartition, this.options.maxBytesPerPartition ?? Infinity),
     };
-    if (this.cluster !== undefined) setFetchSizeHint(this.cluster, () => (finite(handlers.maxRecordsPerFetch?.()) ? shared : undefined));
+    if (this.cluster !== undefined) setFetchSizeHint(this.cluster, () => (Number.isFinite(handlers.maxRecordsPerFetch?.()) ? shared : undefined));
     c.on(c.events.GROUP_JOIN, (event) => {
       this.options.onMemberId?.(event.payload.memberId);
       const assignment: TopicPartition[] = [];

@@ -20,7 +20,7 @@
  *
  * The check is by identity: the prototype holds the methods every Cluster calls.
  */
-import { type KafkajsPatch, patchNotInPlace, replaceMethod, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, kafkajsPrototype, patchNotInPlace, replaceMethod } from './kafkajs-patch.js';
 
 interface CoordinatorArgs { readonly groupId: string; readonly coordinatorType?: number }
 type FindGroupCoordinator = (this: ClusterLike, args: CoordinatorArgs) => Promise<{ nodeId: number }>;
@@ -67,7 +67,7 @@ async function refreshMetadataAndCoordinators(this: ClusterLike): Promise<void> 
 }
 
 function clusterPrototype(): ClusterPrototype {
-  return (requireKafkajs('kafkajs/src/cluster') as { prototype: ClusterPrototype }).prototype;
+  return kafkajsPrototype('kafkajs/src/cluster');
 }
 
 export const coordinatorCachePatch: KafkajsPatch = {

@@ -18,7 +18,7 @@
  * It replaces one method on kafkajs' ConsumerGroup prototype, so the check is by identity; like
  * patch 9 it loads kafkajs' consumer files and comes after patch 1.
  */
-import { type KafkajsPatch, patchNotInPlace, replaceMethod, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, kafkajsPrototype, patchNotInPlace, replaceMethod } from './kafkajs-patch.js';
 
 export interface FetchSizes {
   /** The whole response (FetchRequest max_bytes). */
@@ -49,7 +49,7 @@ export function setFetchSizeHint(cluster: object, hint: FetchSizeHint): void {
 }
 
 function consumerGroupPrototype(): { fetch: Fetch } {
-  return (requireKafkajs('kafkajs/src/consumer/consumerGroup') as { prototype: { fetch: Fetch } }).prototype;
+  return kafkajsPrototype('kafkajs/src/consumer/consumerGroup');
 }
 
 /** kafkajs' own method, kept by install(). */

@@ -55,6 +55,11 @@ export function isKafkajsFileReplaced(file: string, replacement: unknown): boole
   return requireKafkajs.cache[requireKafkajs.resolve(file)]?.exports === replacement;
 }
 
+/** The prototype of the class a kafkajs file exports (`kafkajs/src/cluster` → Cluster's), which a patch's methods replace on. */
+export function kafkajsPrototype<T>(file: string): T {
+  return (requireKafkajs(file) as { prototype: T }).prototype;
+}
+
 /**
  * Puts `replacement` in place of kafkajs' method `name` on `prototype`, unless it is there
  * already, and returns kafkajs' own method the first time (undefined after): `kept ??=

@@ -16,7 +16,7 @@
  * topic's metadata, in linear time. It replaces the method on kafkajs' Cluster prototype, so
  * the check is by identity.
  */
-import { type KafkajsPatch, patchNotInPlace, replaceMethod, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, kafkajsPrototype, patchNotInPlace, replaceMethod, requireKafkajs } from './kafkajs-patch.js';
 
 interface PartitionMetadata {
   readonly partitionId: number;
@@ -54,7 +54,7 @@ export function findLeaderForPartitions(this: ClusterLike, topic: string, partit
 }
 
 function clusterPrototype(): ClusterPrototype {
-  return (requireKafkajs('kafkajs/src/cluster') as { prototype: ClusterPrototype }).prototype;
+  return kafkajsPrototype('kafkajs/src/cluster');
 }
 
 /** kafkajs' own method, kept by install() (tests compare the two). */

@@ -24,7 +24,7 @@
  * loads kafkajs' consumer files (Batch requires the file patch 1 replaces), so it is installed
  * after patch 1.
  */
-import { type KafkajsPatch, patchNotInPlace, replaceMethod, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, kafkajsPrototype, patchNotInPlace, replaceMethod, requireKafkajs } from './kafkajs-patch.js';
 
 const REJOIN = Symbol('iqgate.rejoin');
 const JOINS = Symbol('iqgate.joins');
@@ -47,7 +47,7 @@ interface ConsumerGroupPrototype {
 const { isRebalancing } = requireKafkajs('kafkajs/src/errors') as { isRebalancing: (error: unknown) => boolean };
 
 function consumerGroupPrototype(): ConsumerGroupPrototype {
-  return (requireKafkajs('kafkajs/src/consumer/consumerGroup') as { prototype: ConsumerGroupPrototype }).prototype;
+  return kafkajsPrototype('kafkajs/src/consumer/consumerGroup');
 }
 
 /** kafkajs' own methods, kept by install(). */

@@ -12,7 +12,7 @@
  *
  * The check is by identity: the prototype holds the method every queue calls.
  */
-import { type KafkajsPatch, patchNotInPlace, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, kafkajsPrototype, patchNotInPlace } from './kafkajs-patch.js';
 
 interface RequestQueueLike {
   pending: unknown[];
@@ -38,7 +38,7 @@ function scheduleCheckPendingRequests(this: RequestQueueLike): void {
 }
 
 function requestQueuePrototype(): RequestQueuePrototype {
-  return (requireKafkajs('kafkajs/src/network/requestQueue') as { prototype: RequestQueuePrototype }).prototype;
+  return kafkajsPrototype('kafkajs/src/network/requestQueue');
 }
 
 export const requestQueueTimerPatch: KafkajsPatch = {

@@ -12,7 +12,7 @@
  * topic entry. The probe's topic name is not a legal Kafka topic name, so it never meets a real one.
  */
 import { installSharedMetadata } from '../shared-metadata.js';
-import { type KafkajsPatch, patchNotInPlace, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, kafkajsPrototype, patchNotInPlace } from './kafkajs-patch.js';
 
 interface PoolLike { metadata: { topicMetadata: Array<{ topic: string }> } | null }
 
@@ -22,9 +22,9 @@ export const sharedMetadataPatch: KafkajsPatch = {
   name: 'shared-metadata',
   install: installSharedMetadata,
   check: () => {
-    const BrokerPool = requireKafkajs('kafkajs/src/cluster/brokerPool') as { prototype: object };
+    const brokerPool = kafkajsPrototype<object>('kafkajs/src/cluster/brokerPool');
     const [a, b] = [0, 1].map(() => {
-      const pool = Object.create(BrokerPool.prototype) as PoolLike;
+      const pool = Object.create(brokerPool) as PoolLike;
       pool.metadata = { topicMetadata: [{ topic: PROBE_TOPIC }] };
       return pool.metadata?.topicMetadata[0];
     });

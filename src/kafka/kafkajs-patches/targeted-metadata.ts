@@ -13,7 +13,7 @@
  * only shows once a broker answers).
  */
 import { installTargetedMetadata, NO_TOPICS } from '../targeted-metadata.js';
-import { type KafkajsPatch, patchNotInPlace, requireKafkajs } from './kafkajs-patch.js';
+import { type KafkajsPatch, kafkajsPrototype, patchNotInPlace, requireKafkajs } from './kafkajs-patch.js';
 import { Buffer } from 'node:buffer';
 
 interface EncoderLike { writeNullableArray(array: readonly unknown[], type?: string): EncoderLike; readonly buffer: Buffer }
@@ -22,7 +22,7 @@ interface BrokerPoolPrototype { refreshMetadata: unknown }
 let installedRefresh: unknown; // BrokerPool#refreshMetadata as installTargetedMetadata() left it
 
 function brokerPoolPrototype(): BrokerPoolPrototype {
-  return (requireKafkajs('kafkajs/src/cluster/brokerPool') as { prototype: BrokerPoolPrototype }).prototype;
+  return kafkajsPrototype('kafkajs/src/cluster/brokerPool');
 }
 
 export const targetedMetadataPatch: KafkajsPatch = {
