@@ -65,22 +65,56 @@ export async function postForwarded<T>(
   query: string,
   variables: Record<string, unknown>,
   budget: number,
-  clientSignal: AbortSignal | undefined,
+  clientSignal: ClientSignal | undefined,
 ): Promise<RemoteResponse<T>> {
-  const timeout = AbortSignal.timeout(budget);
-  const signal = clientSignal === undefined ? timeout : AbortSignal.any([timeout, clientSignal]);
-  const response = await fetch(owner, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', [FORWARDED_HEADER]: '1' },
-    body: JSON.stringify({ query, variables }),
-    signal,
-  });
-  const type = response.headers.get('content-type') ?? '';
-  if (!type.includes('json')) {
-    await response.body?.cancel();
-    throw new ForwardError(`${owner} answered HTTP ${response.status} (${type || 'no content type'})`);
+  const { signal, release } = forwardSignal(budget, clientSignal);
+  try {
+    const response = await fetch(owner, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', [FORWARDED_HEADER]: '1' },
+      body: JSON.stringify({ query, variables }),
+      signal,
+    });
+    const type = response.headers.get('content-type') ?? '';
+    if (!type.includes('json')) {
+      await response.body?.cancel();
+      throw new ForwardError(`${owner} answered HTTP ${response.status} (${type || 'no content type'})`);
+    }
+    return (await response.json()) as RemoteResponse<T>;
+  } finally {
+    release();
   }
-  return (await response.json()) as RemoteResponse<T>;
+}
+
+/** The part of an abort signal a forward relies on: yoga's request signal need not be Node's own. */
+interface ClientSignal {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: 'abort', listener: () => void): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/**
+ * One Node AbortSignal that fires after `budget` ms (reason: a TimeoutError) or when the
+ * client's signal does (reason: the client's, else an AbortError). Not AbortSignal.any: on
+ * Node 24 it accepts only Node's own AbortSignal class (Node 20 let others by), and the
+ * signal of a request yoga hands us is @whatwg-node's: a TypeError, so every forward failed
+ * with FORWARD_FAILED. `release` drops the
+ * timer and the listener once the forward is done, so a long-lived client signal keeps nothing.
+ */
+export function forwardSignal(budget: number, clientSignal: ClientSignal | undefined): { signal: AbortSignal; release: () => void } {
+  const controller = new AbortController();
+  const onClientAbort = () => controller.abort(clientSignal?.reason ?? new DOMException('The request was aborted.', 'AbortError'));
+  const timer = setTimeout(() => controller.abort(new DOMException(`No answer within ${budget} ms.`, 'TimeoutError')), budget);
+  if (clientSignal?.aborted) onClientAbort();
+  else clientSignal?.addEventListener('abort', onClientAbort);
+  return {
+    signal: controller.signal,
+    release: () => {
+      clearTimeout(timer);
+      clientSignal?.removeEventListener('abort', onClientAbort);
+    },
+  };
 }
 
 /** The owner's answer had no data for `field`: a ForwardError naming its first error's code. */

@@ -80,13 +80,23 @@ export class NamedCache {
 }
 
 /**
+ * The size of the slab Node's Buffer pool hands small buffers out of. Node 24 raised
+ * Buffer.poolSize from 8 KiB to 64 KiB, and Node 26's slab is a little larger than poolSize
+ * (65,600 bytes), so it is read off a pooled buffer at load rather than assumed.
+ */
+const POOLED_SLAB_BYTES = Buffer.from('k').buffer.byteLength;
+function poolSlabBytes(): number {
+  return Math.max(Buffer.poolSize, POOLED_SLAB_BYTES);
+}
+
+/**
  * Key bytes an entry (or a change event) may keep: a view into a buffer larger than Node's
  * Buffer pool slab (an entry of a pack, a key inside a fetched batch — a processor's store key
  * may be the input record's own bytes) is copied, so that a cached key never keeps the whole
- * buffer alive.
+ * buffer alive. A view into a pool slab is kept as it is: its copy would be one too.
  */
 export function ownKeyBytes(bytes: Buffer): Buffer {
-  return bytes.byteLength < bytes.buffer.byteLength && bytes.buffer.byteLength > Buffer.poolSize ? Buffer.from(bytes) : bytes;
+  return bytes.byteLength < bytes.buffer.byteLength && bytes.buffer.byteLength > poolSlabBytes() ? Buffer.from(bytes) : bytes;
 }
 
 export class RecordCache {
