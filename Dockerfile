@@ -1,4 +1,4 @@
-# iqgate as a container: compiled JavaScript on node:20-bookworm-slim, production dependencies
+# iqgate as a container: compiled JavaScript on node:24-bookworm-slim, production dependencies
 # only, running as the unprivileged `node` user, its LevelDB state on a volume.
 #   docker build -t iqgate . && docker run -e KAFKA_BROKERS=kafka:9092 -p 4000:4000 iqgate
 # That runs the wordcount demo; for your own topology (README "Run your own application"),
@@ -10,7 +10,7 @@
 # file tree from the COPY and RUN lines below (without Docker) and starts it against a broker.
 
 # ---- build: compile the TypeScript into dist/ ----
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # The compiler needs the packages' files (types included), none of their install scripts: no
@@ -24,7 +24,7 @@ COPY examples ./examples
 RUN npm run build
 
 # ---- runtime: dist/ and the production dependencies ----
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production PORT=4000 HOST=0.0.0.0 IQGATE_STATE_DIR=/var/lib/iqgate UV_THREADPOOL_SIZE=16
 COPY package.json package-lock.json ./

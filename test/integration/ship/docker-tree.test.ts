@@ -59,6 +59,12 @@ describe('the Docker image', () => {
     expect(tree.healthcheck?.join(' ')).toContain('/ready');
   });
 
+  it('builds and runs on Node 24 LTS, no end-of-life base', () => {
+    const bases = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((match) => match[1]);
+    expect(bases.length).toBeGreaterThanOrEqual(2);
+    for (const base of bases) expect(base).toMatch(/^node:24-[a-z]+-slim$/);
+  });
+
   it('starts from its CMD against the broker, turns healthy, serves queries and stops on SIGTERM', async () => {
     const app = uniqueName('image');
     const port = await freePort();
