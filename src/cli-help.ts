@@ -56,7 +56,7 @@ function table(entries: readonly EnvironmentEntry[]): string {
     .join('\n');
 }
 
-export function helpText(version: string): string {
+export function helpText(version: string, kafkaClient?: string): string {
   return `iqgate ${version}: stream processing with transactional state stores, and a GraphQL gateway over them
 
 Usage:
@@ -75,7 +75,7 @@ ${table(KAFKA_ENVIRONMENT)}
 
 Installation:
 ${table(INSTALL_ENVIRONMENT)}
-
+${kafkaClient === undefined ? '' : `\nNative Kafka client here: ${kafkaClient}\n`}
 Exit codes: 0 stopped cleanly (SIGTERM/SIGINT), 1 failed, 2 bad command line or environment.
 `;
 }

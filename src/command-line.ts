@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { helpText, START_ENVIRONMENT } from './cli-help.js';
 import { IqgateError } from './errors.js';
+import { describeLibrdkafka } from './kafka/select-kafka-client.js';
 
 /** Bad input on the command line or in the environment exits 2, as usage errors conventionally do. */
 export const USAGE_EXIT_CODE = 2;
@@ -102,7 +103,7 @@ export async function runCommandLine(argv: readonly string[]): Promise<void> {
   }
   switch (command.kind) {
     case 'help':
-      process.stdout.write(helpText(packageVersion()));
+      process.stdout.write(helpText(packageVersion(), describeLibrdkafka()));
       return;
     case 'version':
       console.log(packageVersion());

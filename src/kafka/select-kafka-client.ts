@@ -10,7 +10,9 @@
  * sticky here) and take no user data from JavaScript.
  */
 import { IqgateError } from '../errors.js';
-import { loadLibrdkafka, type RdkafkaModule } from './librdkafka/native.js';
+import { loadLibrdkafka, nativeRemedy, type RdkafkaModule } from './librdkafka/native.js';
+
+export { describeLibrdkafka } from './librdkafka/native.js';
 
 export const KAFKA_CLIENTS = ['auto', 'librdkafka', 'kafkajs'] as const;
 export type KafkaClientChoice = (typeof KAFKA_CLIENTS)[number];
@@ -35,12 +37,12 @@ export function selectKafkaClient(choice: KafkaClientChoice, needs: KafkaClientN
     if (unsupported !== null) throw new IqgateError('INVALID_CONFIG', `kafkaClient librdkafka: ${unsupported}, which only the kafkajs adapter has; use kafkaClient kafkajs (or auto)`);
     const native = load();
     if (!native.ok) {
-      throw new IqgateError('INVALID_CONFIG', `kafkaClient librdkafka: @confluentinc/kafka-javascript does not load (${native.reason}); reinstall it (npm run postinstall builds it) or use kafkaClient kafkajs`);
+      throw new IqgateError('INVALID_CONFIG', `kafkaClient librdkafka: @confluentinc/kafka-javascript does not load (${native.reason}): ${nativeRemedy(native.reason)}; or use kafkaClient kafkajs`);
     }
     return { client: 'librdkafka', module: native.module, reason: `kafkaClient is librdkafka (librdkafka ${native.version})` };
   }
   if (unsupported !== null) return { client: 'kafkajs', reason: `auto: ${unsupported}` };
   const native = load();
-  if (!native.ok) return { client: 'kafkajs', reason: `auto: @confluentinc/kafka-javascript does not load (${native.reason})` };
+  if (!native.ok) return { client: 'kafkajs', reason: `auto: @confluentinc/kafka-javascript does not load (${native.reason}): ${nativeRemedy(native.reason)}` };
   return { client: 'librdkafka', module: native.module, reason: `auto: librdkafka ${native.version} loaded` };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isIqgateError } from '../../../src/errors.js';
-import type { NativeLoad, RdkafkaModule } from '../../../src/kafka/librdkafka/native.js';
+import { describeLibrdkafka, nativeRemedy, type NativeLoad, type RdkafkaModule } from '../../../src/kafka/librdkafka/native.js';
 import { selectKafkaClient } from '../../../src/kafka/select-kafka-client.js';
 import { parseRuntimeOptions } from '../../../src/runtime/runtime-options.js';
 
@@ -27,6 +27,19 @@ describe('choosing the Kafka client', () => {
   it('auto falls back to kafkajs with the reason when the native module does not load', () => {
     const selected = selectKafkaClient('auto', plain, fails);
     expect(selected).toEqual({ client: 'kafkajs', reason: expect.stringContaining('Could not locate the bindings file') });
+    expect(selected.reason).toContain('fix: npm run postinstall');
+  });
+
+  it('names why librdkafka is missing and the one command that fixes it, in a checkout and in a service', () => {
+    const inService = 'file:///srv/app/node_modules/iqgate/dist/src/kafka/librdkafka/native.js';
+    const inCheckout = 'file:///work/iqgate/src/kafka/librdkafka/native.ts';
+    expect(nativeRemedy('Could not locate the bindings file. Tried: ...', inService)).toMatch(/install script was skipped.*fix: npm explore iqgate -- npm run postinstall$/);
+    expect(nativeRemedy('Could not locate the bindings file. Tried: ...', inCheckout)).toMatch(/fix: npm run postinstall$/);
+    expect(nativeRemedy("The module '/x.node' was compiled against a different Node.js version using NODE_MODULE_VERSION 115", inService))
+      .toBe('its native binary was built for another Node version; fix: npm explore iqgate -- npm run postinstall');
+    expect(nativeRemedy("Cannot find module '@confluentinc/kafka-javascript'", inService)).toMatch(/not installed.*fix: npm install --include=optional$/);
+    expect(describeLibrdkafka(fails)).toMatch(/^librdkafka does not load \(Could not locate the bindings file\): .*fix: /);
+    expect(describeLibrdkafka(loads)).toBe('librdkafka 2.15.1 loads (kafkaClient auto uses it)');
   });
 
   it('auto keeps kafkajs for query routing and co-partitioned sub-topologies, which only its assignor supports', () => {
