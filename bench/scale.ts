@@ -74,12 +74,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { destination, pino, type Logger } from 'pino';
 import { createRuntime, type Runtime } from '../src/index.js';
 import { changelogTopic } from '../src/processing/topic-names.js';
 import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, STORE, type BaselineConfig, type FromBaseline, type FromLoad, type LoadConfig, type ToLoad, type FromInstance, type InstanceConfig, type ScaleClient, type ToInstance } from './scale-shared.js';
+
+/** The histogram monitorEventLoopDelay() returns (@types/node 24 names it ELDHistogram, 20 IntervalHistogram). */
+type IntervalHistogram = ReturnType<typeof monitorEventLoopDelay>;
 
 const N = Number(process.env.SCALE_PARTITIONS ?? 1000);
 const RECORDS = Number(process.env.SCALE_RECORDS ?? 5);

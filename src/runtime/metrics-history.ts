@@ -8,8 +8,11 @@
  * cuts, GC and query work all delay it, and while the loop is held nothing else moves, so its
  * longest value per interval is the processing (and query) pause an operator wants to see.
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { MetricsInterval } from '../query/instance-monitor.js';
+
+/** The histogram monitorEventLoopDelay() returns (@types/node 24 names it ELDHistogram, 20 IntervalHistogram). */
+type IntervalHistogram = ReturnType<typeof monitorEventLoopDelay>;
 
 export interface MetricsHistoryOptions {
   /** Length of one interval. Default 5 000 ms. */
