@@ -22,6 +22,9 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import kafkajs from 'kafkajs';
+// The readiness check's admin client is kafkajs too: without patch 3 its request queue sets a
+// negative timer after each response (Node 24 warns TimeoutNegativeWarning) and loops every 1 ms.
+import '../../src/kafka/kafkajs-patches.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
