@@ -9,7 +9,7 @@
  * install script in the user's project (a download, else a 2-minute build); kafkajs serves here.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,7 @@ const root = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 const work = mkdtempSync(join(tmpdir(), 'iqgate-pack-'));
 const project = join(work, 'consumer');
 let tarball: string;
+let installLog = '';
 const children: ChildProcess[] = [];
 afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
@@ -46,7 +47,9 @@ beforeAll(() => {
   tarball = join(work, packed[0]!);
   mkdirSync(project);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'iqgate-consumer', version: '1.0.0', private: true, type: 'module' }, null, 2));
-  succeed('npm', ['install', tarball, '--omit=optional', '--no-audit', '--no-fund'], project);
+  const install = run('npm', ['install', tarball, '--omit=optional', '--no-audit', '--no-fund'], project);
+  if (install.status !== 0) throw new Error(`npm install ${tarball} failed (exit ${String(install.status)}):\n${install.stdout}${install.stderr}`.slice(-4000));
+  installLog = `${install.stdout}${install.stderr}`;
 }, 400_000);
 
 /** Starts `node <args>` in the consumer project; resolves the first URL it prints after `marker`. */
@@ -79,6 +82,12 @@ async function createTopicWithAccounts(topic: string): Promise<void> {
 }
 
 describe('the packed package, installed in a fresh project', () => {
+  it(`installs on Node ${process.versions.node} without an engine warning, and says which Node lines it supports`, () => {
+    expect(installLog).not.toMatch(/EBADENGINE/);
+    const { engines } = JSON.parse(readFileSync(join(project, 'node_modules', 'iqgate', 'package.json'), 'utf8')) as { engines: { node: string } };
+    expect(engines.node).toBe('^22.15.0 || ^24.0.0 || ^26.0.0');
+  });
+
   it('ships compiled JavaScript, declarations, source maps and the files they read, not the sources', () => {
     const listing = run('tar', ['-tzf', tarball], work).stdout.split('\n').filter((line) => line !== '');
     for (const file of ['package/package.json', 'package/dist/src/index.js', 'package/dist/src/index.d.ts', 'package/dist/src/index.js.map', 'package/dist/src/cli.js', 'package/dist/schema.graphql', 'package/scripts/install-kafka-native.mjs', 'package/dist/scripts/kafka/pom.xml']) {
