@@ -99,8 +99,8 @@ interface ClientSignal {
  * client's signal does (reason: the client's, else an AbortError). Not AbortSignal.any: on
  * Node 24 it accepts only Node's own AbortSignal class (Node 20 let others by), and the
  * signal of a request yoga hands us is @whatwg-node's: a TypeError, so every forward failed
- * with FORWARD_FAILED. `release` drops the
- * timer and the listener once the forward is done, so a long-lived client signal keeps nothing.
+ * with FORWARD_FAILED. `release` drops the timer and the listener once the forward is done,
+ * so a long-lived client signal keeps nothing.
  */
 export function forwardSignal(budget: number, clientSignal: ClientSignal | undefined): { signal: AbortSignal; release: () => void } {
   const controller = new AbortController();

@@ -37,12 +37,17 @@ export function selectKafkaClient(choice: KafkaClientChoice, needs: KafkaClientN
     if (unsupported !== null) throw new IqgateError('INVALID_CONFIG', `kafkaClient librdkafka: ${unsupported}, which only the kafkajs adapter has; use kafkaClient kafkajs (or auto)`);
     const native = load();
     if (!native.ok) {
-      throw new IqgateError('INVALID_CONFIG', `kafkaClient librdkafka: @confluentinc/kafka-javascript does not load (${native.reason}): ${nativeRemedy(native.reason)}; or use kafkaClient kafkajs`);
+      throw new IqgateError('INVALID_CONFIG', `kafkaClient librdkafka: ${doesNotLoad(native.reason)}; or use kafkaClient kafkajs`);
     }
     return { client: 'librdkafka', module: native.module, reason: `kafkaClient is librdkafka (librdkafka ${native.version})` };
   }
   if (unsupported !== null) return { client: 'kafkajs', reason: `auto: ${unsupported}` };
   const native = load();
-  if (!native.ok) return { client: 'kafkajs', reason: `auto: @confluentinc/kafka-javascript does not load (${native.reason}): ${nativeRemedy(native.reason)}` };
+  if (!native.ok) return { client: 'kafkajs', reason: `auto: ${doesNotLoad(native.reason)}` };
   return { client: 'librdkafka', module: native.module, reason: `auto: librdkafka ${native.version} loaded` };
+}
+
+/** Why the native module is not used, and the command that fixes it. */
+function doesNotLoad(reason: string): string {
+  return `@confluentinc/kafka-javascript does not load (${reason}): ${nativeRemedy(reason)}`;
 }

@@ -34,10 +34,11 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
   return { status: result.status, stdout: result.stdout, stderr: `${result.stderr}${result.error ? String(result.error) : ''}` };
 }
 
+/** Runs `command`, throwing with its output when it fails; returns what it printed, stdout then stderr. */
 function succeed(command: string, args: string[], cwd: string): string {
   const result = run(command, args, cwd);
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (exit ${String(result.status)}):\n${result.stdout}${result.stderr}`.slice(-4000));
-  return result.stdout;
+  return `${result.stdout}${result.stderr}`;
 }
 
 beforeAll(() => {
@@ -47,9 +48,7 @@ beforeAll(() => {
   tarball = join(work, packed[0]!);
   mkdirSync(project);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'iqgate-consumer', version: '1.0.0', private: true, type: 'module' }, null, 2));
-  const install = run('npm', ['install', tarball, '--omit=optional', '--no-audit', '--no-fund'], project);
-  if (install.status !== 0) throw new Error(`npm install ${tarball} failed (exit ${String(install.status)}):\n${install.stdout}${install.stderr}`.slice(-4000));
-  installLog = `${install.stdout}${install.stderr}`;
+  installLog = succeed('npm', ['install', tarball, '--omit=optional', '--no-audit', '--no-fund'], project);
 }, 400_000);
 
 /** Starts `node <args>` in the consumer project; resolves the first URL it prints after `marker`. */
