@@ -26,6 +26,8 @@ RUN npm run build
 # ---- runtime: dist/ and the production dependencies ----
 FROM node:24-bookworm-slim
 WORKDIR /app
+# HOST=0.0.0.0 serves other machines: start-up then needs IQGATE_API_KEYS_FILE, a JWT key source
+# (IQGATE_JWT_JWKS_URL) or IQGATE_ANONYMOUS=true by choice, and refuses otherwise (docs/security.md).
 ENV NODE_ENV=production PORT=4000 HOST=0.0.0.0 IQGATE_STATE_DIR=/var/lib/iqgate UV_THREADPOOL_SIZE=16
 COPY package.json package-lock.json ./
 # The root postinstall fetches the native Kafka client's prebuilt binary (README "Run the tests");

@@ -10,6 +10,9 @@
  *   npm run bench:query            (BENCH_SECONDS=3 per run, best of BENCH_ROUNDS=2 interleaved runs; ~40 s)
  *   BENCH_QUERY_YOGA=1 npm run bench:query   also measures the same gateway without its fast path
  *                                  (yoga's node:http handler for every request): query.*.yoga.*
+ *   BENCH_QUERY_AUTH=1 npm run bench:query   also measures a gateway that authenticates every
+ *                                  request (src/graphql/gate/): a bearer ES256 JWT (query.*.jwt.*)
+ *                                  and an API key (query.key.apikey.*), against the same baseline
  */
 import { Figures } from './figures.js';
 import { fork } from 'node:child_process';
@@ -30,6 +33,7 @@ const { execute, parse, validate } = await import('graphql');
 const { createContextFactory, createGateway, createGatewaySchema } = await import('../src/graphql/create-gateway.js');
 const { fastPathStats } = await import('../src/graphql/node-fast-path.js');
 const { resolveGatewayOptions } = await import('../src/graphql/gateway-options.js');
+const { anonymous } = await import('../src/graphql/gate/principal.js');
 const { partitionForKey } = await import('../src/murmur2.js');
 const { StaticStateProvider } = await import('../src/query/static-state-provider.js');
 const { openLevelStoreEngine } = await import('../src/store/level-engine.js');
@@ -45,6 +49,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const WARMUP_MS = 1000;
 const WITH_YOGA = process.env.BENCH_QUERY_YOGA === '1';
+const WITH_AUTH = process.env.BENCH_QUERY_AUTH === '1';
+const BENCH_API_KEY = 'bench-api-key-0123456789abcdef';
 
 interface LoadResult {
   requests: number;
@@ -62,12 +68,12 @@ interface LoadResult {
 // says when its measured window starts and ends, and then its result.
 const LOAD_GENERATOR = `
 const http = require('node:http');
-process.once('message', ({ port, bodies, concurrency, durationMs, warmupMs }) => {
+process.once('message', ({ port, bodies, concurrency, durationMs, warmupMs, headers }) => {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   function post(body) {
     return new Promise((resolve, reject) => {
       const req = http.request({ host: '127.0.0.1', port, path: '/graphql', method: 'POST', agent,
-        headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => resolve(res.statusCode === 200 && !Buffer.concat(chunks).includes('"errors"')));
@@ -112,7 +118,7 @@ process.once('message', ({ port, bodies, concurrency, durationMs, warmupMs }) =>
 });
 `;
 
-function runLoad(generator: string, port: number, bodies: string[]): Promise<LoadResult> {
+function runLoad(generator: string, port: number, bodies: string[], headers: Record<string, string>): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const child = fork(generator, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     let windowStart: NodeJS.CpuUsage | undefined;
@@ -128,7 +134,7 @@ function runLoad(generator: string, port: number, bodies: string[]): Promise<Loa
     child.once('exit', (code) => {
       if (code !== 0) reject(new Error(`load generator exited with ${code}`));
     });
-    child.send({ port, bodies, concurrency: CONCURRENCY, durationMs: SECONDS * 1000, warmupMs: WARMUP_MS });
+    child.send({ port, bodies, concurrency: CONCURRENCY, durationMs: SECONDS * 1000, warmupMs: WARMUP_MS, headers });
   });
 }
 
@@ -185,6 +191,7 @@ async function main(): Promise<void> {
   const options = resolveGatewayOptions({ provider, logging: false });
   const schema = createGatewaySchema();
   const contextFor = createContextFactory(options);
+  const benchPrincipal = anonymous('127.0.0.1');
   const documents = new Map<string, DocumentNode>();
   const baselineServer = createServer((request: IncomingMessage, response: ServerResponse) => {
     void (async () => {
@@ -196,7 +203,7 @@ async function main(): Promise<void> {
         if (errors.length > 0) throw errors[0];
         documents.set(query, document);
       }
-      const result = await execute({ schema, document, variableValues: variables, contextValue: contextFor() });
+      const result = await execute({ schema, document, variableValues: variables, contextValue: contextFor(benchPrincipal) });
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify(result));
     })().catch((error: unknown) => {
@@ -205,6 +212,19 @@ async function main(): Promise<void> {
     });
   });
   const [gatewayPort, baselinePort, yogaPort] = await Promise.all([listen(gatewayServer), listen(baselineServer), listen(yogaServer)]);
+  // Optional: the same gateway authenticating each request (an ES256 JWT, or an API key).
+  let auth: { gateway: typeof gateway; server: Server; port: number; token: string } | undefined;
+  if (WITH_AUTH) {
+    const { exportSPKI, generateKeyPair, SignJWT } = await import('jose');
+    const { privateKey, publicKey } = await generateKeyPair('ES256');
+    const authGateway = createGateway({
+      provider, logging: false, metrics: new Registry(),
+      auth: { jwt: { publicKey: await exportSPKI(publicKey) }, apiKeys: [{ name: 'bench', key: BENCH_API_KEY, stores: ['bench'] }] },
+    });
+    const token = await new SignJWT({ iqgate_stores: ['bench'] }).setProtectedHeader({ alg: 'ES256' }).setSubject('bench').setExpirationTime('1h').sign(privateKey);
+    const server = createServer(authGateway);
+    auth = { gateway: authGateway, server, port: await listen(server), token };
+  }
 
   // Sanity: both servers answer the benchmark queries correctly before anything is timed.
   for (const port of [gatewayPort, baselinePort, yogaPort]) {
@@ -219,17 +239,17 @@ async function main(): Promise<void> {
   await writeFile(generator, LOAD_GENERATOR);
   const figures = new Figures();
   const report = figures.report.bind(figures);
-  const measure = async (label: string, port: number, bodies: string[], keysPerRequest: number): Promise<LoadResult> => {
-    const result = await runLoad(generator, port, bodies);
+  const measure = async (label: string, port: number, bodies: string[], keysPerRequest: number, headers: Record<string, string>): Promise<LoadResult> => {
+    const result = await runLoad(generator, port, bodies, headers);
     if (result.errors > 0) throw new Error(`${label}: ${result.errors} failed requests`);
     return { ...result, requests: result.requests * keysPerRequest };
   };
 
   // Per figure, every round's result: the best rate, and the least CPU per request (key).
   const runs = new Map<string, LoadResult[]>();
-  const run = async (label: string, port: number, bodies: string[], keysPerRequest: number): Promise<void> => {
+  const run = async (label: string, port: number, bodies: string[], keysPerRequest: number, headers: Record<string, string> = {}): Promise<void> => {
     const list = runs.get(label) ?? [];
-    list.push(await measure(label, port, bodies, keysPerRequest));
+    list.push(await measure(label, port, bodies, keysPerRequest, headers));
     runs.set(label, list);
   };
   for (let round = 0; round < ROUNDS; round++) {
@@ -240,6 +260,11 @@ async function main(): Promise<void> {
     if (WITH_YOGA) {
       await run('yoga single', yogaPort, singleBodies, 1);
       await run('yoga batched', yogaPort, batchBodies, BATCH);
+    }
+    if (auth !== undefined) {
+      await run('jwt single', auth.port, singleBodies, 1, { authorization: `Bearer ${auth.token}` });
+      await run('jwt batched', auth.port, batchBodies, BATCH, { authorization: `Bearer ${auth.token}` });
+      await run('apikey single', auth.port, singleBodies, 1, { authorization: `Bearer ${BENCH_API_KEY}` });
     }
   }
   const best = (label: string): LoadResult => {
@@ -281,6 +306,21 @@ async function main(): Promise<void> {
     report('query.batched.yoga.ratio', 'yoga/baseline', yogaBatch.requests / bareBatch.requests);
     report('query.batched.yoga.cpu.ratio', 'baseline/yoga CPU', cpu('baseline batched') / cpu('yoga batched'));
   }
+  if (auth !== undefined) {
+    const jwtSingle = best('jwt single');
+    const jwtBatch = best('jwt batched');
+    const keySingle = best('apikey single');
+    report('query.key.jwt.rate', 'queries/s', jwtSingle.requests / jwtSingle.seconds);
+    report('query.key.jwt.ratio', 'jwt gateway/baseline', jwtSingle.requests / bareSingle.requests);
+    report('query.key.jwt.cpu.ratio', 'baseline/jwt gateway CPU', cpu('baseline single') / cpu('jwt single'));
+    report('query.batched.jwt.rate', 'keys/s', jwtBatch.requests / jwtBatch.seconds);
+    report('query.batched.jwt.ratio', 'jwt gateway/baseline', jwtBatch.requests / bareBatch.requests);
+    report('query.key.apikey.rate', 'queries/s', keySingle.requests / keySingle.seconds);
+    report('query.key.apikey.ratio', 'api-key gateway/baseline', keySingle.requests / bareSingle.requests);
+    report('query.key.apikey.cpu.ratio', 'baseline/api-key gateway CPU', cpu('baseline single') / cpu('apikey single'));
+    const authStats = fastPathStats(auth.gateway);
+    report('query.auth.fast_path_share', 'fraction', authStats === undefined ? 0 : authStats.answered / Math.max(1, authStats.answered + authStats.handedToYoga));
+  }
   // Which share of the gateway's requests the fast path answered (the rest went through yoga):
   // near 1, or the figures above measure yoga's full pipeline instead.
   const stats = fastPathStats(gateway);
@@ -288,8 +328,9 @@ async function main(): Promise<void> {
 
   await figures.write('query');
 
-  await Promise.all([close(gatewayServer), close(baselineServer), close(yogaServer)]);
+  await Promise.all([close(gatewayServer), close(baselineServer), close(yogaServer), ...(auth === undefined ? [] : [close(auth.server)])]);
   await gateway.dispose();
+  await auth?.gateway.dispose();
   for (const task of tasks) await task.close();
   await engine.close();
   await rm(directory, { recursive: true, force: true });

@@ -35,6 +35,13 @@ export const ERROR_CODES = {
   GRAPHQL_PARSE_FAILED: 'The GraphQL document is not syntactically valid.',
   GRAPHQL_VALIDATION_FAILED: 'The GraphQL operation does not fit the schema (unknown field, wrong argument type, ...).',
   INTERNAL_SERVER_ERROR: 'An unexpected failure; details are logged, not sent to the client.',
+  // gateway security (src/graphql/gate/)
+  UNAUTHENTICATED: 'The request carries no valid credentials (bearer JWT, API key or a verified instance signature); HTTP 401.',
+  FORBIDDEN: 'The credentials are valid but do not grant this store or this endpoint; HTTP 403.',
+  CSRF_CHECK_FAILED: 'A GET or non-JSON POST GraphQL request without a CSRF prevention header (x-graphql-yoga-csrf or graphql-require-preflight); HTTP 403.',
+  RATE_LIMITED: 'The client sent more requests than its rate limit allows; retry after the Retry-After seconds; HTTP 429.',
+  BODY_TOO_LARGE: 'The request body is larger than the gateway accepts (maxBodyBytes); HTTP 413.',
+  TOO_MANY_SUBSCRIPTIONS: 'The client already holds as many open subscriptions as the gateway allows per client.',
   // processing and kafka
   INVALID_CONFIG: 'A configuration value is missing or invalid.',
   ILLEGAL_STATE_TRANSITION: 'A lifecycle transition that the state machine forbids.',
@@ -71,4 +78,9 @@ export class IqgateError extends Error {
 
 export function isIqgateError(error: unknown, code?: ErrorCode): error is IqgateError {
   return error instanceof IqgateError && (code === undefined || error.code === code);
+}
+
+/** Whether `code` is one of ours (a peer's answer, say, may carry any string). */
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(ERROR_CODES, code);
 }

@@ -40,6 +40,10 @@
  *   IQGATE_LEAVE_GROUP_ON_STOP   true | false (default: the module's, else false): whether a
  *                                graceful stop takes the instance out of its consumer group at
  *                                once (a scale-down) or keeps its place for a restart (librdkafka)
+ *   IQGATE_ANONYMOUS, IQGATE_API_KEYS_FILE, IQGATE_JWT_*, IQGATE_CLUSTER_SECRET_FILE,
+ *   IQGATE_CORS_ORIGINS, IQGATE_PRODUCTION, IQGATE_RATE_LIMIT, IQGATE_TLS_CERT_FILE/KEY_FILE
+ *                                who may call the gateway and how: src/gateway-env.ts,
+ *                                docs/security.md; src/cli-help.ts has each one's default
  */
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,6 +53,7 @@ import { z } from 'zod';
 import './kafka/kafkajs-patches.js';
 import type { DemoFeed } from '../examples/wordcount/demo-feed.js';
 import { IqgateError } from './errors.js';
+import { gatewaySecurityFromEnv } from './gateway-env.js';
 import { KafkaAdmin } from './kafka/kafka-admin.js';
 import { KAFKA_CLIENTS } from './kafka/select-kafka-client.js';
 import { createKafka } from './kafka/kafka-client.js';
@@ -79,7 +84,22 @@ export const envSchema = z.object({
   IQGATE_LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
   IQGATE_KAFKA_CLIENT: z.enum(KAFKA_CLIENTS).optional(),
   IQGATE_LEAVE_GROUP_ON_STOP: z.enum(['true', 'false']).optional(),
+  // Who may call the gateway (src/gateway-env.ts reads the files; docs/security.md).
+  IQGATE_ANONYMOUS: z.enum(['true', 'false']).optional(),
+  IQGATE_API_KEYS_FILE: z.string().min(1).optional(),
+  IQGATE_JWT_JWKS_URL: z.string().url().optional(),
+  IQGATE_JWT_PUBLIC_KEY_FILE: z.string().min(1).optional(),
+  IQGATE_JWT_ISSUER: z.string().min(1).optional(),
+  IQGATE_JWT_AUDIENCE: z.string().min(1).optional(),
+  IQGATE_JWT_STORES_CLAIM: z.string().min(1).optional(),
+  IQGATE_CLUSTER_SECRET_FILE: z.string().min(1).optional(),
+  IQGATE_CORS_ORIGINS: z.string().min(1).optional(),
+  IQGATE_PRODUCTION: z.enum(['true', 'false']).optional(),
+  IQGATE_RATE_LIMIT: z.coerce.number().positive().max(1_000_000).optional(),
+  IQGATE_TLS_CERT_FILE: z.string().min(1).optional(),
+  IQGATE_TLS_KEY_FILE: z.string().min(1).optional(),
 });
+
 
 function readEnv(): z.output<typeof envSchema> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== ''));
@@ -96,6 +116,9 @@ const PARTITIONS = 4;
 
 export async function main(): Promise<void> {
   const env = readEnv();
+  // Security settings first: a gateway that would serve anyone beyond loopback, or a key file
+  // that does not parse, stops start-up before a broker or a runtime starts.
+  const security = gatewaySecurityFromEnv(env);
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async (): Promise<void> => {
     for (const stop of stops.reverse()) await stop().catch((error: unknown) => console.error('stop failed:', error));
@@ -153,7 +176,7 @@ export async function main(): Promise<void> {
     });
 
     const { serve } = await gatewayModule;
-    const server = await serve(runtime, { port: env.PORT, host: env.HOST });
+    const server = await serve(runtime, { port: env.PORT, host: env.HOST, ...security });
     stops.push(() => server.close());
 
     const stores = runtime.storeDefinitions().map((store) => `"${store.storeName}"`).join(', ');

@@ -8,7 +8,7 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createGateway, type Gateway } from './graphql/create-gateway.js';
 import type { GatewayOptions } from './graphql/gateway-options.js';
-import { listenGateway, type ListeningGateway } from './graphql/listen-gateway.js';
+import { listenGateway, type ListeningGateway, type ListenOptions } from './graphql/listen-gateway.js';
 import type { Runtime } from './runtime/runtime.js';
 import { registerProcessingMetrics } from './runtime/processing-metrics-exporter.js';
 import { RuntimeStateProvider } from './runtime/runtime-state-provider.js';
@@ -22,8 +22,13 @@ export interface ServeOptions extends Omit<GatewayOptions, 'provider' | 'metrics
   readonly metrics?: boolean | Registry;
   /** Default 4000; 0 picks a free port (see the returned `url`). */
   readonly port?: number;
-  /** Default 127.0.0.1; 0.0.0.0 to accept other hosts (a container). */
+  /**
+   * Default 127.0.0.1; 0.0.0.0 to accept other hosts (a container), which needs `auth` (or
+   * `auth.anonymous: true` by name).
+   */
   readonly host?: string;
+  /** HTTPS with this certificate chain and key (PEM). */
+  readonly tls?: ListenOptions['tls'];
 }
 
 export interface Serving extends ListeningGateway {
@@ -33,7 +38,7 @@ export interface Serving extends ListeningGateway {
 }
 
 export async function serve(runtime: Runtime, options: ServeOptions = {}): Promise<Serving> {
-  const { port = 4000, host = '127.0.0.1', metrics: metricsOption = true, ...gatewayOptions } = options;
+  const { port = 4000, host = '127.0.0.1', metrics: metricsOption = true, tls, ...gatewayOptions } = options;
   let metrics: Registry | undefined;
   if (metricsOption !== false) {
     metrics = metricsOption === true ? new Registry() : metricsOption;
@@ -41,6 +46,6 @@ export async function serve(runtime: Runtime, options: ServeOptions = {}): Promi
     registerProcessingMetrics(metrics, runtime);
   }
   const gateway = createGateway({ ...gatewayOptions, provider: new RuntimeStateProvider(runtime), ...(metrics === undefined ? {} : { metrics }) });
-  const listening = await listenGateway(gateway, { port, host, onRequest: () => runtime.requestStarted() });
+  const listening = await listenGateway(gateway, { port, host, onRequest: () => runtime.requestStarted(), ...(tls === undefined ? {} : { tls }) });
   return { ...listening, gateway, metrics };
 }

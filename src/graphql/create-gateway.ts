@@ -1,20 +1,22 @@
 /**
  * The GraphQL gateway as a value: a graphql-yoga server over the query engine, built without
  * listening (main.ts, tests and benchmarks hand it to node:http, or call `yoga.fetch`).
- * GraphiQL is on; graphql-armor bounds depth, cost, aliases, directives and tokens; each of
+ * Every request passes the request gate first (gate/); GraphiQL is on unless `production`; graphql-armor bounds depth, cost, aliases, directives and tokens; each of
  * its rejections gets a stable code; other errors are masked (mask-error.ts). Besides the
  * GraphQL endpoint: GET /health (liveness), GET /ready (200 while the instance serves, else
  * 503) and, given a registry, GET /metrics.
  */
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import type { GraphQLError } from 'graphql';
-import { createSchema, createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
+import { GraphQLError, type ASTVisitor, type FieldNode, type ValidationContext } from 'graphql';
+import { createSchema, createYoga, useReadinessCheck, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import { useDashboard } from '../dashboard/dashboard-route.js';
 import type { ErrorCode } from '../errors.js';
 import { QueryEngine } from '../query/query-engine.js';
 import { isServing } from '../query/state-provider.js';
 import type { GatewayContext } from './gateway-context.js';
 import { resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './gateway-options.js';
+import { NOBODY, type Principal } from './gate/principal.js';
+import { admitFetchRequest, principalOf, useRequestGate } from './gate/use-request-gate.js';
 import { graphiqlDefaultQuery } from './graphiql-default-query.js';
 import { loadSchemaText } from './load-schema.js';
 import { gatewayLogger } from './gateway-logger.js';
@@ -46,10 +48,36 @@ export function createGatewaySchema(schemaPath?: string) {
   });
 }
 
-/** A fresh context per operation: the key loaders must not outlive one request. */
-export function createContextFactory(options: ResolvedGatewayOptions): () => GatewayContext {
+/**
+ * A fresh context per operation, for the principal the request gate admitted: the key loaders
+ * and the entries budget must not outlive one request.
+ */
+export function createContextFactory(options: ResolvedGatewayOptions): (principal: Principal) => GatewayContext {
   const engine = new QueryEngine(options.provider, { onPartitionError: options.onPartitionError });
-  return () => ({ engine, provider: options.provider, options, keyLoaders: new Map() });
+  return (principal) => ({ engine, provider: options.provider, options, keyLoaders: new Map(), principal, budget: { entries: 0 } });
+}
+
+/**
+ * Introspection off (production): __schema and __type fail validation (__typename stays).
+ * Our own rule, not graphql's NoSchemaIntrospectionCustomRule: that one compares types with
+ * instanceof, which fails when a bundler or vitest loads the other build of graphql.
+ */
+function noIntrospection(context: ValidationContext): ASTVisitor {
+  return {
+    Field(node: FieldNode) {
+      if (node.name.value === '__schema' || node.name.value === '__type') {
+        context.reportError(new GraphQLError(`Schema introspection is turned off on this gateway (${node.name.value}).`, { nodes: node }));
+      }
+    },
+  };
+}
+
+function useNoIntrospection(): Plugin {
+  return {
+    onValidate({ addValidationRule }) {
+      addValidationRule(noIntrospection);
+    },
+  };
 }
 
 export function createGateway(gatewayOptions: GatewayOptions): Gateway {
@@ -63,7 +91,10 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     schema,
     graphqlEndpoint: options.graphqlEndpoint,
     // GraphiQL opens on an example over the application's own stores, derived per page load.
-    graphiql: options.graphiql && (async () => ({ defaultQuery: await graphiqlDefaultQuery(options.provider) })),
+    // Yoga's GraphiQL plugin answers before ours: the page is rendered only for a request the
+    // gate admits (else it goes on to the gate's plugin, which refuses it).
+    graphiql: options.graphiql && (async (request, serverContext) =>
+      (await admitFetchRequest(options.gate, request, serverContext)) === undefined ? false : { defaultQuery: await graphiqlDefaultQuery(options.provider) }),
     // Yoga's default GraphiQL page loads its scripts from a CDN; a sidecar behind a firewall or
     // an offline dashboard would show a blank page. render-graphiql inlines them — 30 MB of
     // source held in memory once loaded, so it is loaded by the first GraphiQL request only.
@@ -72,8 +103,18 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
     logging: options.logging ? gatewayLogger() : false,
     landingPage: false,
     maskedErrors: { maskError: (error) => maskError(error) },
-    context,
+    // Exact origins only, with credentials; none by default (yoga's default grants any origin).
+    // Per request, so an origin not listed gets no CORS header at all (yoga's own list form
+    // would answer it `null`, which a sandboxed page's origin matches).
+    cors: options.corsOrigins.length === 0 ? false : (request) => {
+      const origin = request.headers.get('origin');
+      return origin !== null && options.corsOrigins.includes(origin) ? { origin: [origin], credentials: true } : false;
+    },
+    // A request the gate never saw cannot happen (its plugin is first); if it did, it reads nothing.
+    context: ({ request }) => context(principalOf(request) ?? NOBODY),
     plugins: [
+      // First: nothing below (GraphiQL, SSE, /dashboard, /metrics) answers before the gate.
+      useRequestGate(options.gate, metrics === undefined ? undefined : (error) => metrics.countErrors([error])),
       useRequestErrorCodes(),
       // GET /dashboard: the operator's page over this endpoint (src/dashboard/).
       useDashboard({ graphqlEndpoint: options.graphqlEndpoint }),
@@ -90,8 +131,9 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
         maxTokens: { n: options.maxTokens, onReject: coded('TOO_MANY_TOKENS') },
         blockFieldSuggestion: { enabled: true },
       }),
+      ...(options.introspection ? [] : [useNoIntrospection()]),
       useKnownOperations(known),
     ],
   });
-  return withNodeFastPath(yoga, { schema, graphqlEndpoint: options.graphqlEndpoint, known, context, metrics });
+  return withNodeFastPath(yoga, { schema, graphqlEndpoint: options.graphqlEndpoint, known, context, metrics, gate: options.gate });
 }

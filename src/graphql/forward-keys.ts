@@ -25,6 +25,7 @@ import {
   forwardFailure,
   noDataError,
   postForwarded,
+  type PeerLink,
   readOptionVariables,
   remoteOutcome,
   toFailure,
@@ -64,14 +65,14 @@ export async function forwardKeys(
   options: QueryOptions,
   keys: readonly Bytes[],
   partitions: readonly number[],
-  timeoutMs: number,
+  link: PeerLink,
 ): Promise<ForwardedAnswer[]> {
   const started = performance.now();
   // The owner may wait up to boundTimeoutMs for the bound: the timeout covers that wait.
-  const budget = forwardBudget(timeoutMs, options);
+  const budget = forwardBudget(link.timeoutMs, options);
   try {
     const variables = { store: store.name, keys: keys.map((key) => decodeForGraphQL(store.keySerde, key)), ...readOptionVariables(options) };
-    const response = await postForwarded<RemoteGetMany>(owner, FORWARD_QUERY, variables, budget, options.signal);
+    const response = await postForwarded<RemoteGetMany>(owner, FORWARD_QUERY, variables, budget, options.signal, link.secret);
     const result = response.data?.getMany;
     if (result == null) throw noDataError(owner, 'getMany', response.errors);
     if (result.entries.length !== keys.length) throw new ForwardError(`${owner} answered ${result.entries.length} entries for ${keys.length} keys`);

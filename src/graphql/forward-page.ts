@@ -24,6 +24,7 @@ import {
   forwardFailure,
   noDataError,
   postForwarded,
+  type PeerLink,
   readOptionVariables,
   remoteOutcome,
   type RemoteError,
@@ -79,12 +80,12 @@ export async function forwardPage(
   request: PageRequest,
   fingerprint: Bytes,
   partitions: readonly number[],
-  timeoutMs: number,
+  link: PeerLink,
 ): Promise<ForwardedPage> {
   const started = performance.now();
-  const budget = forwardBudget(timeoutMs, options);
+  const budget = forwardBudget(link.timeoutMs, options);
   try {
-    const response = await postForwarded<RemotePage>(owner, QUERIES[request.scan.type], variables(store, options, request, fingerprint, partitions), budget, options.signal);
+    const response = await postForwarded<RemotePage>(owner, QUERIES[request.scan.type], variables(store, options, request, fingerprint, partitions), budget, options.signal, link.secret);
     const page = response.data?.page;
     if (page == null) throw noDataError(owner, request.scan.type, response.errors);
     const valueErrors = valueErrorsByEdge(owner, response.errors);

@@ -1,14 +1,32 @@
 /**
  * The one way this gateway talks to another instance: a GraphQL POST to the owner's advertised
- * URL, marked with FORWARDED_HEADER, bounded by a time budget and the client's abort signal.
+ * URL, marked with FORWARDED_HEADER (signed with the cluster secret when there is one:
+ * gate/peer-signature.ts), bounded by a time budget, the client's abort signal and a size.
  * Key lookups (forward-keys.ts) and scans (forward-page.ts) build their query on top of it;
  * what an answer means is theirs to decide, how it travels and how its failures read is here.
+ *
+ * An owner's URL comes from the group's metadata, which any member writes: it is followed only
+ * over http(s), never through a redirect, and its answer is read up to MAX_ANSWER_BYTES, so a
+ * bad member can fail a forward but not steer it elsewhere or exhaust this instance.
  */
+import { Buffer } from 'node:buffer';
 import type { PartitionFailure, PartitionOutcome, QueryOptions } from '../query/query-types.js';
+import { ERROR_CODES, isErrorCode } from '../errors.js';
 import { Position, type PositionJSON } from '../store/position.js';
+import { signForward } from './gate/peer-signature.js';
+import { FORWARDED_HEADER } from './gate/request-gate.js';
 
-/** Marks a forwarded request; its NOT_PRESENT partitions are answered as such, never forwarded again. */
-export const FORWARDED_HEADER = 'x-iqgate-forwarded';
+export { FORWARDED_HEADER };
+
+/** The largest answer a forward reads (a page of 1000 entries of 16 KiB values fits). */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/** How this instance reaches its peers: the time a forward may take and the secret it signs with. */
+export interface PeerLink {
+  readonly timeoutMs: number;
+  /** The cluster secret; without one, forwards are marked, unsigned (anonymous clusters only). */
+  readonly secret: string | undefined;
+}
 
 /** A failure field as the owner reports it (`failure { reason message owner }`). */
 export interface RemoteFailure {
@@ -59,31 +77,71 @@ export function readOptionVariables(options: QueryOptions): Record<string, unkno
   };
 }
 
-/** Posts one operation to `owner`. Rejects on transport errors, timeouts, aborts and non-JSON answers. */
+/**
+ * Posts one operation to `owner`. Rejects on transport errors, timeouts, aborts, redirects,
+ * answers over MAX_ANSWER_BYTES and non-JSON answers.
+ */
 export async function postForwarded<T>(
   owner: string,
   query: string,
   variables: Record<string, unknown>,
   budget: number,
   clientSignal: ClientSignal | undefined,
+  secret: string | undefined,
 ): Promise<RemoteResponse<T>> {
+  let url: URL;
+  try {
+    url = new URL(owner);
+  } catch {
+    throw new ForwardError(`the owner's address ${JSON.stringify(owner)} is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ForwardError(`the owner's address ${owner} is not http(s)`);
+  const body = Buffer.from(JSON.stringify({ query, variables }));
+  const marker = secret === undefined ? '1' : signForward(secret, 'POST', url.pathname, body);
   const { signal, release } = forwardSignal(budget, clientSignal);
   try {
-    const response = await fetch(owner, {
+    const response = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', [FORWARDED_HEADER]: '1' },
-      body: JSON.stringify({ query, variables }),
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', [FORWARDED_HEADER]: marker },
+      body,
       signal,
+      redirect: 'manual',
     });
     const type = response.headers.get('content-type') ?? '';
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel();
+      throw new ForwardError(`${owner} answered a redirect (HTTP ${response.status}), which forwards do not follow`);
+    }
     if (!type.includes('json')) {
       await response.body?.cancel();
       throw new ForwardError(`${owner} answered HTTP ${response.status} (${type || 'no content type'})`);
     }
-    return (await response.json()) as RemoteResponse<T>;
+    return JSON.parse(await readCapped(response, owner)) as RemoteResponse<T>;
   } finally {
     release();
   }
+}
+
+/** The answer's text, refused past MAX_ANSWER_BYTES (declared or streamed). */
+async function readCapped(response: Response, owner: string): Promise<string> {
+  const tooLarge = () => new ForwardError(`${owner} answered more than ${MAX_ANSWER_BYTES} bytes`);
+  if (Number(response.headers.get('content-length') ?? 0) > MAX_ANSWER_BYTES) {
+    await response.body?.cancel();
+    throw tooLarge();
+  }
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    size += read.value.byteLength;
+    if (size > MAX_ANSWER_BYTES) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(read.value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The part of an abort signal a forward relies on: yoga's request signal need not be Node's own. */
@@ -117,11 +175,16 @@ export function forwardSignal(budget: number, clientSignal: ClientSignal | undef
   };
 }
 
-/** The owner's answer had no data for `field`: a ForwardError naming its first error's code. */
+/**
+ * The owner's answer had no data for `field`: a ForwardError naming its first error's code.
+ * The owner's own message is not passed on (a peer's text is not ours to show a client): a
+ * code we know reads as ours, any other as the bare code.
+ */
 export function noDataError(owner: string, field: string, errors: readonly RemoteError[] | undefined): ForwardError {
   const first = errors?.[0];
-  const code = typeof first?.extensions?.code === 'string' ? first.extensions.code : 'no data';
-  return new ForwardError(`${owner} answered with an error (${code}): ${first?.message ?? `no ${field} result`}`);
+  const code = typeof first?.extensions?.code === 'string' && /^[A-Z_]{1,64}$/.test(first.extensions.code) ? first.extensions.code : undefined;
+  if (code === undefined) return new ForwardError(`${owner} answered no ${field} result`);
+  return new ForwardError(`${owner} answered with an error (${code})${isErrorCode(code) ? `: ${ERROR_CODES[code]}` : ''}`);
 }
 
 export function toFailure(remote: RemoteFailure): PartitionFailure {

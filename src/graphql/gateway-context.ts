@@ -7,7 +7,9 @@ import type { KeyLookup, PartitionOutcome, QueryOptions } from '../query/query-t
 import type { StateProvider } from '../query/state-provider.js';
 import type { Bytes } from '../store/types.js';
 import { forwardKeys } from './forward-keys.js';
-import { FORWARDED_HEADER } from './forward-request.js';
+import { IqgateError } from '../errors.js';
+import type { StoreDescriptor } from '../query/state-provider.js';
+import { assertCanRead, type Principal } from './gate/principal.js';
 import type { ResolvedGatewayOptions } from './gateway-options.js';
 import { loaderSignature } from './query-args.js';
 
@@ -22,13 +24,39 @@ export interface GatewayContext {
   readonly options: ResolvedGatewayOptions;
   /** One loader per distinct read options, created on first use and dropped with the request. */
   readonly keyLoaders: Map<string, DataLoader<Bytes, KeyAnswer, string>>;
+  /** Who is asking, as the request gate admitted it (gate/request-gate.ts). */
+  readonly principal: Principal;
+  /** Entries this request has asked for so far, against options.maxEntriesPerRequest. */
+  readonly budget: { entries: number };
   /** Yoga's initial context adds the request; its signal aborts when the client goes away. */
   readonly request?: { readonly signal: AbortSignal; readonly headers?: { get(name: string): string | null } };
 }
 
-/** True when this request was itself forwarded by another instance: it is never forwarded again. */
+/**
+ * True when this request was itself forwarded by another instance (the gate verified its
+ * signature): it is never forwarded again.
+ */
 export function isForwarded(context: GatewayContext): boolean {
-  return context.request?.headers?.get(FORWARDED_HEADER) != null;
+  return context.principal.forwarded;
+}
+
+/** The store `name`, when the caller may read it: STORE_NOT_FOUND, FORBIDDEN otherwise. */
+export function readableStore(context: GatewayContext, name: string): StoreDescriptor {
+  const store = context.engine.store(name);
+  assertCanRead(context.principal, store.name);
+  return store;
+}
+
+/**
+ * Counts `entries` (keys asked, a page's size) against the request's budget, whatever way the
+ * sizes arrived — literals, which armor's cost limit prices, or variables, which it cannot see.
+ */
+export function spend(context: GatewayContext, entries: number): void {
+  context.budget.entries += entries;
+  const max = context.options.maxEntriesPerRequest;
+  if (context.budget.entries > max) {
+    throw new IqgateError('QUERY_TOO_COSTLY', `The request asks for more than ${max} entries over all its fields.`, { details: { maxEntriesPerRequest: max } });
+  }
 }
 
 /**
@@ -74,12 +102,12 @@ async function forwardRemote(context: GatewayContext, options: QueryOptions, ans
     list.push(index);
   });
   if (byOwner.size === 0 || isForwarded(context)) return answers;
-  const store = context.engine.store(options.store);
+  const store = readableStore(context, options.store);
   await Promise.all(
     [...byOwner].map(async ([owner, indexes]) => {
       const keys = indexes.map((i) => answers[i]!.lookup.key);
       const partitions = indexes.map((i) => answers[i]!.lookup.partition);
-      const forwarded = await forwardKeys(owner, store, options, keys, partitions, context.options.forwardTimeoutMs);
+      const forwarded = await forwardKeys(owner, store, options, keys, partitions, context.options.peer);
       indexes.forEach((i, j) => {
         answers[i] = forwarded[j]!;
       });

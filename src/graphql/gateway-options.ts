@@ -3,6 +3,32 @@
  */
 import type { StateProvider } from '../query/state-provider.js';
 import type { Registry } from 'prom-client';
+import { IqgateError } from '../errors.js';
+import type { PeerLink } from './forward-request.js';
+import { ApiKeys, type ApiKeyEntry } from './gate/api-keys.js';
+import { JwtVerifier, type JwtOptions } from './gate/jwt-verifier.js';
+import { RateLimiter, type RateLimitOptions } from './gate/rate-limiter.js';
+import { RequestGate } from './gate/request-gate.js';
+
+/**
+ * Who may call the gateway (src/graphql/gate/). Give `jwt` and/or `apiKeys`, or choose
+ * `anonymous: true` by name. Without any, the gateway is anonymous by default, which
+ * listenGateway and serve() refuse on an address other than loopback.
+ */
+export interface AuthOptions {
+  /** Requests without credentials are let in (as `anonymous`, every store). */
+  readonly anonymous?: boolean;
+  /** Bearer JWTs: the key source, issuer, audience, and the claim listing the stores. */
+  readonly jwt?: JwtOptions | JwtVerifier;
+  /** API keys (bearer, x-api-key, or HTTP Basic's password), each with its stores. */
+  readonly apiKeys?: readonly ApiKeyEntry[] | ApiKeys;
+  /**
+   * The secret every instance of the application shares, to sign the requests it forwards to
+   * the partition's owner and verify those it gets (gate/peer-signature.ts). Needed for
+   * routing unless the gateway is anonymous; at least 32 characters.
+   */
+  readonly clusterSecret?: string;
+}
 
 export interface GatewayOptions {
   /** Where the state comes from: the runtime, or a StaticStateProvider when embedding. */
@@ -31,8 +57,31 @@ export interface GatewayOptions {
    * owner's keys or partitions fail FORWARD_FAILED. Default 5 000.
    */
   readonly forwardTimeoutMs?: number;
-  /** Default true. */
+  /** Who may call: see AuthOptions. Default: anonymous, on loopback only. */
+  readonly auth?: AuthOptions;
+  /**
+   * Origins granted CORS (exact, e.g. https://dash.example.com), with credentials. Default:
+   * none, so no browser page of another origin may read an answer.
+   */
+  readonly corsOrigins?: readonly string[];
+  /** Turns GraphiQL and introspection off unless they are set explicitly. Default false. */
+  readonly production?: boolean;
+  /** Default true (false with `production`). */
   readonly graphiql?: boolean;
+  /** Schema introspection (__schema, __type). Default true (false with `production`). */
+  readonly introspection?: boolean;
+  /** Largest request body on any path, in bytes. Default 1 MiB. */
+  readonly maxBodyBytes?: number;
+  /** Per-client request rate (clients: token subject, API key, or anonymous address). Default: none. */
+  readonly rateLimit?: RateLimitOptions;
+  /** Open subscriptions per client. Default 100. */
+  readonly maxSubscriptionsPerClient?: number;
+  /**
+   * Entries one request may ask for over all its fields (getMany keys, first/last of pages,
+   * subscribed keys), whether given as literals or variables — armor's cost limit sees
+   * literals only. Default maxCost / 40 (armor's estimate of an entry is ≈ 40).
+   */
+  readonly maxEntriesPerRequest?: number;
   /** Default '/graphql'. */
   readonly graphqlEndpoint?: string;
   /** Path of schema.graphql; default: the file at the repository top level. */
@@ -51,10 +100,45 @@ export interface GatewayOptions {
   readonly metrics?: Registry;
 }
 
-export type ResolvedGatewayOptions = Required<Omit<GatewayOptions, 'schemaPath' | 'metrics'>> & {
+export type ResolvedGatewayOptions = Required<Omit<GatewayOptions, 'schemaPath' | 'metrics' | 'auth' | 'rateLimit' | 'production'>> & {
   readonly schemaPath: string | undefined;
   readonly metrics: Registry | undefined;
+  /** The gate built from `auth`, the body limit and the rate limit. */
+  readonly gate: RequestGate;
+  /** How forwards reach the owners: forwardTimeoutMs and the cluster secret they are signed with. */
+  readonly peer: PeerLink;
 };
+
+/** The gate `options` describe; INVALID_CONFIG on a bad combination. */
+function buildGate(options: GatewayOptions, graphqlEndpoint: string, maxBodyBytes: number, maxSubscriptionsPerClient: number): RequestGate {
+  const auth = options.auth ?? {};
+  const jwt = auth.jwt === undefined ? undefined : auth.jwt instanceof JwtVerifier ? auth.jwt : new JwtVerifier(auth.jwt);
+  const apiKeys = auth.apiKeys === undefined ? undefined : auth.apiKeys instanceof ApiKeys ? auth.apiKeys : new ApiKeys(auth.apiKeys);
+  if (auth.clusterSecret !== undefined && auth.clusterSecret.length < 32) {
+    throw new IqgateError('INVALID_CONFIG', 'the cluster secret needs at least 32 characters');
+  }
+  for (const origin of options.corsOrigins ?? []) {
+    let exact = false;
+    try {
+      exact = new URL(origin).origin === origin;
+    } catch {
+      exact = false;
+    }
+    if (!exact) throw new IqgateError('INVALID_CONFIG', `CORS origin ${JSON.stringify(origin)} is not an origin (scheme://host[:port], no path or trailing slash)`);
+  }
+  const chosen = jwt !== undefined || apiKeys !== undefined || auth.anonymous !== undefined;
+  return new RequestGate({
+    graphqlEndpoint,
+    anonymous: auth.anonymous ?? !chosen,
+    anonymousByDefault: !chosen,
+    jwt,
+    apiKeys,
+    clusterSecret: auth.clusterSecret,
+    maxBodyBytes,
+    rateLimit: options.rateLimit === undefined ? undefined : new RateLimiter(options.rateLimit),
+    maxSubscriptionsPerClient,
+  });
+}
 
 function logPartitionError(error: unknown, context: { readonly partition: number }): void {
   console.error(`[iqgate] reading partition ${context.partition} failed:`, error);
@@ -73,14 +157,21 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     maxTokens: options.maxTokens ?? 2000,
     maxBufferedEvents: options.maxBufferedEvents ?? 10_000,
     forwardTimeoutMs: options.forwardTimeoutMs ?? 5_000,
-    graphiql: options.graphiql ?? true,
+    graphiql: options.graphiql ?? !(options.production ?? false),
+    introspection: options.introspection ?? !(options.production ?? false),
+    corsOrigins: options.corsOrigins ?? [],
+    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+    maxSubscriptionsPerClient: options.maxSubscriptionsPerClient ?? 100,
+    maxEntriesPerRequest: options.maxEntriesPerRequest ?? Math.max(1, Math.floor((options.maxCost ?? 100 * (options.maxPageSize ?? 1000)) / 40)),
+    gate: buildGate(options, options.graphqlEndpoint ?? '/graphql', options.maxBodyBytes ?? 1024 * 1024, options.maxSubscriptionsPerClient ?? 100),
+    peer: { timeoutMs: options.forwardTimeoutMs ?? 5_000, secret: options.auth?.clusterSecret },
     graphqlEndpoint: options.graphqlEndpoint ?? '/graphql',
     schemaPath: options.schemaPath,
     metrics: options.metrics,
     logging: options.logging ?? true,
     onPartitionError: options.onPartitionError ?? ((options.logging ?? true) ? logPartitionError : () => undefined),
   };
-  for (const name of ['maxPageSize', 'defaultPageSize', 'maxDepth', 'maxCost', 'maxAliases', 'maxDirectives', 'maxTokens', 'maxBufferedEvents', 'forwardTimeoutMs'] as const) {
+  for (const name of ['maxPageSize', 'defaultPageSize', 'maxDepth', 'maxCost', 'maxAliases', 'maxDirectives', 'maxTokens', 'maxBufferedEvents', 'forwardTimeoutMs', 'maxBodyBytes', 'maxSubscriptionsPerClient', 'maxEntriesPerRequest'] as const) {
     const value = resolved[name];
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`gateway option ${name} must be a positive integer, got ${String(value)}`);
   }

@@ -31,7 +31,7 @@ export async function gatherPage(
   const local = { ...options, partitions: requested.filter((p) => !remote.has(p)) };
   const pages = await Promise.all([
     context.engine.page(local, request),
-    ...[...byOwner].map(([owner, partitions]) => forwardPage(owner, store, options, request, fingerprint, partitions, context.options.forwardTimeoutMs)),
+    ...[...byOwner].map(([owner, partitions]) => forwardPage(owner, store, options, request, fingerprint, partitions, context.options.peer)),
   ]);
   const merged = mergePages(pages, request);
   const outcomes = new Map<number, PartitionOutcome>(pages.flatMap((page) => page.partitions.map((o) => [o.partition, o] as const)));

@@ -24,6 +24,10 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 import { execute } from '@graphql-tools/executor';
 import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLError, type GraphQLSchema } from 'graphql';
 import { processRegularResult, type FetchAPI, type YogaServerInstance } from 'graphql-yoga';
+import { IqgateError } from '../errors.js';
+import type { Principal } from './gate/principal.js';
+import { gateRejection, rejectionBody, type GateRequest, type RequestGate } from './gate/request-gate.js';
+import { admitNodeRequest } from './gate/use-request-gate.js';
 import type { GatewayContext } from './gateway-context.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
 import type { KnownOperations } from './known-operations.js';
@@ -41,8 +45,10 @@ export interface FastPathOptions {
   readonly graphqlEndpoint: string;
   readonly known: KnownOperations;
   /** The gateway's context factory (one set of key loaders per request). */
-  readonly context: () => GatewayContext;
+  readonly context: (principal: Principal) => GatewayContext;
   readonly metrics: GatewayMetrics | undefined;
+  /** The request gate yoga's first plugin runs too: a fast-path answer passes it first. */
+  readonly gate: RequestGate;
 }
 
 /** How many requests the fast path answered and handed to yoga; for tests and benchmarks. */
@@ -52,6 +58,12 @@ export interface FastPathStats {
 }
 
 export const FAST_PATH_STATS = Symbol('iqgate.fastPathStats');
+const REQUEST_GATE = Symbol('iqgate.requestGate');
+
+/** The request gate of a gateway built by createGateway (listenGateway asks it before listening). */
+export function requestGateOf(gateway: object): RequestGate | undefined {
+  return (gateway as { [REQUEST_GATE]?: RequestGate })[REQUEST_GATE];
+}
 
 /** Reads the stats of a gateway built by createGateway (undefined for any other handler). */
 export function fastPathStats(gateway: object): FastPathStats | undefined {
@@ -193,6 +205,43 @@ class NodeRequestView {
   }
 }
 
+/** The gate's view of a node request whose body has been read. */
+function nodeGateRequest(request: IncomingMessage, path: string, body: Buffer): GateRequest {
+  const headers = request.headers;
+  return {
+    method: request.method ?? 'GET',
+    path,
+    getOperation: false,
+    header(name) {
+      const value = headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+    remoteAddress: request.socket.remoteAddress,
+    body: () => body,
+  };
+}
+
+/** Reads a body sent without a length (chunked), up to `max` bytes; undefined past that. */
+function readCapped(request: IncomingMessage, max: number, done: (body: Buffer | undefined) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  request.on('data', (chunk: Buffer) => {
+    if (over) return;
+    size += chunk.length;
+    if (size > max) {
+      over = true;
+      chunks.length = 0;
+      done(undefined);
+      return;
+    }
+    chunks.push(chunk);
+  });
+  request.once('end', () => {
+    if (!over) done(Buffer.concat(chunks));
+  });
+}
+
 function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown }).then === 'function';
 }
@@ -202,7 +251,7 @@ function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
  * all pass through), whose node:http entry first offers each request to the fast path.
  */
 export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gateway {
-  const { schema, graphqlEndpoint, known, context, metrics } = options;
+  const { schema, graphqlEndpoint, known, context, metrics, gate } = options;
   const stats: FastPathStats = { answered: 0, handedToYoga: 0 };
 
   const toYoga = (request: IncomingMessage, response: ServerResponse, body: Buffer): void => {
@@ -242,7 +291,41 @@ export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gatew
     metrics?.observeRequest(status, startedAt);
   };
 
-  const run = (request: IncomingMessage, response: ServerResponse, body: Buffer, mediaType: string, startedAt: number): void => {
+  /** The gate's refusal, answered here as yoga's plugin would (status, challenge, coded body). */
+  const refuse = (response: ServerResponse, error: IqgateError, startedAt: number | undefined): void => {
+    if (response.destroyed || response.writableEnded) return;
+    const { status, headers } = gateRejection(error);
+    const body = rejectionBody(error);
+    response.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    response.end(body);
+    stats.answered++;
+    metrics?.countErrors([error]);
+    if (startedAt !== undefined) metrics?.observeRequest(status, startedAt);
+  };
+
+  /** Runs the gate; an admitted request runs (or goes to yoga, already admitted), a refused one is answered. */
+  const admit = (request: IncomingMessage, response: ServerResponse, body: Buffer, mediaType: string, startedAt: number): void => {
+    const admitted = (principal: Principal): void => {
+      admitNodeRequest(request, principal);
+      run(request, response, body, mediaType, startedAt, principal);
+    };
+    const refused = (error: unknown): void => {
+      // Not the gate's own refusal (a key source that failed oddly): yoga's plugin decides.
+      if (error instanceof IqgateError) refuse(response, error, startedAt);
+      else toYoga(request, response, body);
+    };
+    let principal: Principal | Promise<Principal>;
+    try {
+      principal = gate.check(nodeGateRequest(request, graphqlEndpoint, body));
+    } catch (error) {
+      refused(error);
+      return;
+    }
+    if (isPromiseLike(principal)) principal.then(admitted, refused);
+    else admitted(principal);
+  };
+
+  const run = (request: IncomingMessage, response: ServerResponse, body: Buffer, mediaType: string, startedAt: number, principal: Principal): void => {
     let params: FastParams | undefined;
     try {
       // A byte-order mark is something whatwg's decoder drops and JSON.parse refuses: yoga's.
@@ -255,7 +338,7 @@ export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gatew
       toYoga(request, response, body);
       return;
     }
-    const contextValue: GatewayContext = Object.assign(context(), { request: new NodeRequestView(request, response) });
+    const contextValue: GatewayContext = Object.assign(context(principal), { request: new NodeRequestView(request, response) });
     let result: ExecutionResult | Promise<ExecutionResult>;
     try {
       // A query without @defer/@stream (which the schema does not declare) has a single result.
@@ -280,11 +363,23 @@ export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gatew
 
   const handle = (request: IncomingMessage, response: ServerResponse): boolean => {
     const mediaType = eligible(request, graphqlEndpoint);
-    if (mediaType === undefined) return false;
+    if (mediaType === undefined) {
+      // A body without a declared length escapes the gate's length check: read it here, capped.
+      if (request.headers['transfer-encoding'] === undefined || request.headers['content-length'] !== undefined) return false;
+      readCapped(request, gate.options.maxBodyBytes, (body) => {
+        if (body !== undefined) toYoga(request, response, body);
+        else {
+          refuse(response, new IqgateError('BODY_TOO_LARGE', `The request body is larger than ${gate.options.maxBodyBytes} bytes.`), undefined);
+          request.destroy();
+        }
+      });
+      request.once('error', () => response.destroy());
+      return true;
+    }
     const startedAt = performance.now();
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.once('end', () => run(request, response, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), mediaType, startedAt));
+    request.once('end', () => admit(request, response, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), mediaType, startedAt));
     // A client gone mid-body leaves no one to answer.
     request.once('error', () => response.destroy());
     return true;
@@ -298,6 +393,7 @@ export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gatew
     },
     get(target, property) {
       if (property === FAST_PATH_STATS) return stats;
+      if (property === REQUEST_GATE) return gate;
       // EventEmitter calls a listener as `listener.apply(emitter, args)`, and yoga's own proxy
       // answers `apply`/`call`/`bind` bound to its inner handler: they must stay ours.
       if (property === 'apply' || property === 'call' || property === 'bind') return Reflect.get(Function.prototype, property) as unknown;

@@ -11,7 +11,8 @@ import { Position } from '../store/position.js';
 import type { Bytes } from '../store/types.js';
 import type { GatheredEntry } from './forward-page.js';
 import { gatherPage } from './gather-page.js';
-import { keyLoader, type GatewayContext, type KeyAnswer } from './gateway-context.js';
+import { canRead } from './gate/principal.js';
+import { keyLoader, readableStore, spend, type GatewayContext, type KeyAnswer } from './gateway-context.js';
 import { decodeForGraphQL, encodeKey } from './key-codec.js';
 import { rangeScan, toPageRequest, toQueryOptions, type CommonArgs, type PageArgs } from './query-args.js';
 
@@ -67,6 +68,7 @@ function connection(store: StoreDescriptor, args: PageArgs, scanArgs: { from?: u
       ? { type: 'prefix' as const, prefix: encodeKey(store.keySerde, scanArgs.prefix, 'prefix') }
       : rangeScan(store, scanArgs.from, scanArgs.to);
   const { request, fingerprint } = toPageRequest(store, scan, args, context.options);
+  spend(context, request.size);
   const options = toQueryOptions(args, context.options, context.request);
   // Partitions hosted elsewhere are asked of their owners and merged in (gather-page.ts).
   return gatherPage(context, store, options, request, fingerprint).then((page) => {
@@ -102,17 +104,19 @@ export const queryResolvers = {
         kafkaError: context.provider.kafkaError?.() ?? null,
       };
     },
+    // The stores a caller may not read are not listed; naming one is FORBIDDEN, as reading it is.
     stores(_: unknown, __: unknown, context: GatewayContext) {
-      return context.provider.stores();
+      return context.provider.stores().filter((store) => canRead(context.principal, store.name));
     },
     store(_: unknown, args: { name: string }, context: GatewayContext) {
-      return context.provider.store(args.name) ?? null;
+      const store = context.provider.store(args.name);
+      return store === undefined ? null : readableStore(context, store.name);
     },
     tasks(_: unknown, __: unknown, context: GatewayContext) {
       return context.provider.tasks().map((task) => ({ ...task, id: task.taskId, stores: task.stores.map((s) => ({ store: s.storeName, partition: s.partition })) }));
     },
     async get(_: unknown, args: Args<CommonArgs & { key: unknown }>, context: GatewayContext) {
-      const store = context.engine.store(args.store);
+      const store = readableStore(context, args.store);
       const key = encodeKey(store.keySerde, args.key);
       const answer = await keyLoader(context, toQueryOptions(args, context.options, context.request)).load(key);
       return {
@@ -122,12 +126,13 @@ export const queryResolvers = {
       };
     },
     async getMany(_: unknown, args: Args<CommonArgs & { keys: readonly unknown[] }>, context: GatewayContext) {
-      const store = context.engine.store(args.store);
+      const store = readableStore(context, args.store);
       if (args.keys.length > context.options.maxPageSize) {
         throw new IqgateError('PAGE_SIZE_EXCEEDED', `getMany takes at most ${context.options.maxPageSize} keys; got ${args.keys.length}.`, {
           details: { maxPageSize: context.options.maxPageSize },
         });
       }
+      spend(context, args.keys.length);
       const keys = args.keys.map((key, i) => encodeKey(store.keySerde, key, `keys[${i}]`));
       const loader = keyLoader(context, toQueryOptions(args, context.options, context.request));
       const answers = await Promise.all(keys.map((key) => loader.load(key)));
@@ -137,11 +142,11 @@ export const queryResolvers = {
       return { entries: answers.map((answer) => keyEntry(store, answer)), position: mergedPosition(sorted), partitions: sorted.map(partitionResult) };
     },
     range(_: unknown, args: Args<PageArgs & { from?: unknown; to?: unknown }>, context: GatewayContext) {
-      const store = context.engine.store(args.store);
+      const store = readableStore(context, args.store);
       return connection(store, args, { from: args.from, to: args.to }, context);
     },
     prefix(_: unknown, args: Args<PageArgs & { prefix: unknown }>, context: GatewayContext) {
-      const store = context.engine.store(args.store);
+      const store = readableStore(context, args.store);
       return connection(store, args, { prefix: args.prefix }, context);
     },
   },

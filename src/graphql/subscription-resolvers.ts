@@ -11,7 +11,7 @@
 import { IqgateError } from '../errors.js';
 import { openChangeStream, type ChangeEvent, type ChangeSelector } from '../query/change-stream.js';
 import type { Position } from '../store/position.js';
-import type { GatewayContext } from './gateway-context.js';
+import { readableStore, spend, type GatewayContext } from './gateway-context.js';
 import { decodeForGraphQL, encodeKey } from './key-codec.js';
 import { partitionsArg, rangeScan } from './query-args.js';
 
@@ -31,18 +31,19 @@ export const subscriptionResolvers = {
   Subscription: {
     changes: {
       subscribe(_: unknown, args: ChangesArgs, context: GatewayContext): AsyncIterableIterator<{ changes: Record<string, unknown> }> {
-        const store = context.engine.store(args.store);
+        const store = readableStore(context, args.store);
         const selectors = [args.keys != null, args.prefix != null, args.from != null || args.to != null].filter(Boolean).length;
         if (selectors > 1) throw new IqgateError('INVALID_ARGUMENT', 'Subscribe to keys, a prefix or a range (from/to), one at a time.');
         if (args.keys != null && args.keys.length > context.options.maxPageSize) {
           throw new IqgateError('PAGE_SIZE_EXCEEDED', `A subscription watches at most ${context.options.maxPageSize} keys.`);
         }
+        if (args.keys != null) spend(context, args.keys.length);
         let selector: ChangeSelector;
         if (args.keys != null) selector = { type: 'keys', keys: args.keys.map((key, i) => encodeKey(store.keySerde, key, `keys[${i}]`)) };
         else if (args.prefix != null) selector = { type: 'prefix', prefix: encodeKey(store.keySerde, args.prefix, 'prefix') };
         else selector = rangeScan(store, args.from, args.to);
         const partitions = partitionsArg(args.partitions, context.options);
-        const stream = openChangeStream(context.provider, {
+        const streamOptions = {
           store: store.name,
           selector,
           readCommitted: args.readCommitted ?? true,
@@ -50,7 +51,16 @@ export const subscriptionResolvers = {
           maxBuffered: context.options.maxBufferedEvents,
           ...(args.after == null ? {} : { after: args.after }),
           ...(partitions === undefined ? {} : { partitions }),
-        });
+        };
+        // One of the client's slots until the feed ends, whichever way (done, error, client gone).
+        const release = context.options.gate.openSubscription(context.principal);
+        let stream: ReturnType<typeof openChangeStream>;
+        try {
+          stream = openChangeStream(context.provider, streamOptions);
+        } catch (error) {
+          release();
+          throw error;
+        }
         const toPayload = (event: ChangeEvent): { changes: Record<string, unknown> } => ({
           changes: {
             key: () => decodeForGraphQL(store.keySerde, event.key),
@@ -65,10 +75,21 @@ export const subscriptionResolvers = {
         });
         const mapped: AsyncIterableIterator<{ changes: Record<string, unknown> }> = {
           next: async () => {
-            const result = await stream.next();
-            return result.done === true ? { value: undefined, done: true } : { value: toPayload(result.value), done: false };
+            let result: IteratorResult<ChangeEvent>;
+            try {
+              result = await stream.next();
+            } catch (error) {
+              release();
+              throw error;
+            }
+            if (result.done === true) {
+              release();
+              return { value: undefined, done: true };
+            }
+            return { value: toPayload(result.value), done: false };
           },
           return: async () => {
+            release();
             await stream.return?.();
             return { value: undefined, done: true };
           },

@@ -30,7 +30,7 @@ let stats: FastPathStats;
 beforeEach(async () => {
   directory = await mkdtemp(join(tmpdir(), 'iqgate-fast-path-'));
   registry = new Registry();
-  f = await createFixture(await openLevelStoreEngine({ directory }), { partitions: 3, gateway: { metrics: registry, maxPageSize: MAX_PAGE, defaultPageSize: 3 } });
+  f = await createFixture(await openLevelStoreEngine({ directory }), { partitions: 3, gateway: { metrics: registry, maxPageSize: MAX_PAGE, defaultPageSize: 3, corsOrigins: ['http://dashboard.example'] } });
   stats = fastPathStats(f.gateway)!;
   server = createServer(f.gateway);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -186,6 +186,9 @@ describe('the node:http fast path for known queries', () => {
     expect(aliases.errors[0]!.extensions.code).toBe('TOO_MANY_ALIASES');
     const cors = await fetch(url, post(body('{ instance { state } }'), { origin: 'http://dashboard.example' }));
     expect(cors.headers.get('access-control-allow-origin')).toBe('http://dashboard.example');
+    // An origin not listed is granted nothing: its page cannot read the answer.
+    const foreign = await fetch(url, post(body('{ instance { state } }'), { origin: 'http://elsewhere.example' }));
+    expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
     expect(stats.answered).toBe(before.answered);
     // A subscription over SSE is not even read by the fast path; one over */* is read and handed on.
     const sse = await fetch(url, post(body('subscription { changes(store: "words", key: "apple") { key } }'), { accept: 'text/event-stream' }));

@@ -6,7 +6,7 @@
  * start-up here.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,10 +84,22 @@ describe('the Docker image', () => {
     });
     // Nothing listens yet: the health check must fail (so that it can).
     expect(healthcheck(env)).not.toBe(0);
+    const [command, ...args] = tree.cmd;
+    const executable = command === 'node' ? process.execPath : command!;
+
+    // The image listens on 0.0.0.0: without an authentication choice it refuses to start (exit 2, before any broker call).
+    const refused = spawnSync(executable, args, { cwd: tree.dir, env, timeout: 60_000, encoding: 'utf8' });
+    expect(refused.status, refused.stderr).toBe(2);
+    expect(refused.stderr + refused.stdout).toContain('IQGATE_ANONYMOUS=true');
+
+    // With an API key file, as a deployment would mount one.
+    const apiKey = 'image-test-key-0123456789abcdef';
+    const keysFile = join(work, 'api-keys.json');
+    writeFileSync(keysFile, JSON.stringify([{ name: 'image-test', key: apiKey, stores: ['*'] }]));
+    env.IQGATE_API_KEYS_FILE = keysFile;
 
     let output = '';
-    const [command, ...args] = tree.cmd;
-    server = spawn(command === 'node' ? process.execPath : command!, args, { cwd: tree.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    server = spawn(executable, args, { cwd: tree.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     server.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     server.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     await waitFor(() => server!.exitCode !== null || healthcheck(env) === 0, 90_000, 500).catch(() => undefined);
@@ -98,8 +110,10 @@ describe('the Docker image', () => {
     expect(output).toContain(`GraphiQL: http://0.0.0.0:${port}/graphql`);
 
     const url = `http://127.0.0.1:${port}/graphql`;
+    const anonymous = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ stores { name } }' }) });
+    expect(anonymous.status).toBe(401);
     await waitFor(async () => {
-      const { get } = await postGraphQL<{ get: { value: string | null } }>(url, '{ get(store: "word-counts", key: "kafka", readCommitted: false) { value } }');
+      const { get } = await postGraphQL<{ get: { value: string | null } }>(url, '{ get(store: "word-counts", key: "kafka", readCommitted: false) { value } }', {}, { authorization: `Bearer ${apiKey}` });
       return Number(get.value ?? 0) > 0;
     }, 60_000, 250);
 
@@ -119,6 +133,9 @@ describe('the Docker image', () => {
     expect(advertised).toContain(brokers);
     expect(compose).toContain(`- "${tree.env.PORT}:${tree.env.PORT}"`);
     expect(compose).toContain(`- iqgate-state:${tree.env.IQGATE_STATE_DIR}`);
+    // The image listens on 0.0.0.0, which refuses to start without an authentication choice.
+    expect(tree.env.HOST).toBe('0.0.0.0');
+    expect(compose).toMatch(/^ {6}(IQGATE_ANONYMOUS: "true"|IQGATE_API_KEYS_FILE: \S+|IQGATE_JWT_JWKS_URL: \S+)$/m);
   });
 
   it('fails to rebuild when the Dockerfile forgets a COPY', () => {

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createGateway, type Gateway } from '../../../src/graphql/create-gateway.js';
 import { FORWARDED_HEADER } from '../../../src/graphql/forward-request.js';
+import type { GatewayOptions } from '../../../src/graphql/gateway-options.js';
 import { partitionForKey } from '../../../src/murmur2.js';
 import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
 import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
@@ -56,12 +57,13 @@ export async function downUrl(): Promise<string> {
 }
 
 /** An instance hosting `partitions`, each key's value being { n: its index in KEYS }, committed. */
-export async function instance(partitions: readonly number[], gatewayOptions: { forwardTimeoutMs?: number } = {}): Promise<Instance> {
+/** `otherStores` are defined and opened too, empty (STORE holds KEYS). */
+export async function instance(partitions: readonly number[], gatewayOptions: Omit<GatewayOptions, 'provider'> = {}, otherStores: ReadonlyArray<typeof STORE> = []): Promise<Instance> {
   const engine = createInMemoryStoreEngine();
-  const provider = new StaticStateProvider({ stores: [STORE] });
+  const provider = new StaticStateProvider({ stores: [STORE, ...otherStores] });
   const tasks: TaskStores[] = [];
   for (const p of partitions) {
-    const task = await engine.openTask(`0_${p}`, [{ name: STORE.name, partition: p }]);
+    const task = await engine.openTask(`0_${p}`, [STORE, ...otherStores].map((store) => ({ name: store.name, partition: p })));
     provider.addTask(task);
     tasks.push(task);
   }
@@ -96,9 +98,9 @@ export async function dispose(i: Instance): Promise<void> {
 }
 
 /** `a` hosts partitions 0 and 1, `b` hosts 2 and 3, and each knows the other as their owner. */
-export async function instancePair(): Promise<{ a: Instance; b: Instance }> {
-  const a = await instance([0, 1]);
-  const b = await instance([2, 3]);
+export async function instancePair(gatewayOptions: Omit<GatewayOptions, 'provider'> = {}, otherStores: ReadonlyArray<typeof STORE> = []): Promise<{ a: Instance; b: Instance }> {
+  const a = await instance([0, 1], gatewayOptions, otherStores);
+  const b = await instance([2, 3], gatewayOptions, otherStores);
   for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, b.url);
   for (const p of [0, 1]) b.provider.setRemoteOwner(STORE.name, p, a.url);
   return { a, b };

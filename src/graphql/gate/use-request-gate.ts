@@ -1,0 +1,81 @@
+/**
+ * The request gate (request-gate.ts) as yoga's first plugin: every request yoga answers —
+ * GraphQL over POST and GET, SSE subscriptions, GraphiQL, /dashboard, /metrics — passes it
+ * before any other plugin sees it. The principal goes to the operation's context through
+ * `principalOf(request)`.
+ */
+import type { Plugin } from 'graphql-yoga';
+import { isCoded } from '../mask-error.js';
+import { gateRejection, rejectionBody, type RequestGate } from './request-gate.js';
+import type { Principal } from './principal.js';
+
+const principals = new WeakMap<Request, Principal>();
+/** Node requests the fast path already admitted before handing them to yoga (checked once: one rate-limit token). */
+const admittedNode = new WeakMap<object, Principal>();
+
+/** Records that the node:http fast path admitted `request` as `principal`. */
+export function admitNodeRequest(request: object, principal: Principal): void {
+  admittedNode.set(request, principal);
+}
+
+/** The principal the gate admitted `request` as; undefined for a request it never saw. */
+export function principalOf(request: Request | undefined): Principal | undefined {
+  return request === undefined ? undefined : principals.get(request);
+}
+
+/** The fetch Request's view for the gate; the node adapter's socket gives the address. */
+function gateRequest(request: Request, url: URL, socket: { remoteAddress?: string } | undefined) {
+  return {
+    method: request.method,
+    path: url.pathname,
+    getOperation: request.method === 'GET' && url.searchParams.has('query'),
+    header: (name: string) => request.headers.get(name) ?? undefined,
+    remoteAddress: socket?.remoteAddress,
+    body: async () => new Uint8Array(await request.clone().arrayBuffer()),
+  };
+}
+
+type ServerContext = { req?: { socket?: { remoteAddress?: string } } } | undefined;
+
+/**
+ * The gate's check of a fetch Request outside the plugin chain, for yoga's built-in GraphiQL
+ * plugin, which answers before any plugin of ours runs: the principal when admitted (recorded,
+ * so the plugin below does not take a second rate-limit token), else undefined — the request
+ * then goes on down the chain to the plugin, which answers the refusal.
+ */
+export async function admitFetchRequest(gate: RequestGate, request: Request, serverContext: unknown): Promise<Principal | undefined> {
+  const known = principals.get(request);
+  if (known !== undefined) return known;
+  const req = (serverContext as ServerContext)?.req;
+  try {
+    const principal = await gate.check(gateRequest(request, new URL(request.url), req?.socket));
+    principals.set(request, principal);
+    return principal;
+  } catch (error) {
+    if (!isCoded(error)) throw error;
+    return undefined;
+  }
+}
+
+/** `onRefused` sees each refusal (the gateway counts them in its error metric). */
+export function useRequestGate(gate: RequestGate, onRefused?: (error: unknown) => void): Plugin {
+  return {
+    async onRequest({ request, url, serverContext, endResponse, fetchAPI }) {
+      if (principals.has(request)) return; // admitted for GraphiQL already
+      const req = (serverContext as ServerContext)?.req;
+      const admitted = req === undefined ? undefined : admittedNode.get(req);
+      if (admitted !== undefined) {
+        principals.set(request, admitted);
+        return;
+      }
+      try {
+        principals.set(request, await gate.check(gateRequest(request, url, req?.socket)));
+      } catch (error) {
+        if (!isCoded(error)) throw error;
+        onRefused?.(error);
+        const { status, headers } = gateRejection(error);
+        endResponse(new fetchAPI.Response(rejectionBody(error), { status, headers: { ...headers, 'content-type': 'application/json; charset=utf-8' } }));
+      }
+    },
+  };
+}
