@@ -18,6 +18,14 @@ export interface EnvironmentEntry {
 /** Read by `iqgate start` (src/main.ts), each with a flag. */
 export const START_ENVIRONMENT: readonly EnvironmentEntry[] = [
   { name: 'KAFKA_BROKERS', flag: 'brokers', default: 'unset: start a local broker (needs Java 17+ and Maven)', description: 'bootstrap brokers, host:port[,host:port...]' },
+  { name: 'KAFKA_SECURITY_PROTOCOL', flag: 'kafka-security-protocol', default: 'PLAINTEXT', description: 'PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL, as Kafka names them' },
+  { name: 'KAFKA_SASL_MECHANISM', flag: 'kafka-sasl-mechanism', default: 'unset', description: 'PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 (OAUTHBEARER when embedded, with a token callback)' },
+  { name: 'KAFKA_SASL_USERNAME', flag: 'kafka-sasl-username', default: 'unset', description: 'the SASL user' },
+  { name: 'KAFKA_SASL_PASSWORD_FILE', flag: 'kafka-sasl-password-file', default: 'unset', description: "file holding the SASL user's password (a file, never a flag: ps would show it)" },
+  { name: 'KAFKA_SSL_CA_FILE', flag: 'kafka-ssl-ca-file', default: "unset: the system's CAs", description: "PEM of the CA that signed the brokers' certificates" },
+  { name: 'KAFKA_SSL_CERT_FILE', flag: 'kafka-ssl-cert-file', default: 'unset', description: 'PEM client certificate, for brokers that authenticate clients by TLS' },
+  { name: 'KAFKA_SSL_KEY_FILE', flag: 'kafka-ssl-key-file', default: 'unset', description: "PEM key of the client certificate" },
+  { name: 'KAFKA_SSL_KEY_PASSWORD_FILE', flag: 'kafka-ssl-key-password-file', default: 'unset', description: 'file holding the password of an encrypted client key' },
   { name: 'PORT', flag: 'port', default: '4000', description: 'HTTP port of /graphql, /health, /ready, /metrics (0: a free port)' },
   { name: 'HOST', flag: 'host', default: '127.0.0.1', description: 'address to listen on (0.0.0.0 in the Docker image)' },
   { name: 'IQGATE_APP', flag: 'app', default: 'unset: a demo (IQGATE_DEMO)', description: 'your application module (.js; .ts under tsx), default export defineApp({ topology })' },

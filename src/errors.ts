@@ -51,6 +51,9 @@ export const ERROR_CODES = {
   PROCESSING_FAILED: 'A processor threw while handling a record.',
   TRANSACTION_ABORTED: 'A processor aborted its task\'s open transaction (ProcessorContext.abortTransaction); its other records are replayed.',
   KAFKA_ERROR: 'A Kafka request failed (the cause carries the client error).',
+  KAFKA_AUTHENTICATION_FAILED: 'The brokers refused the SASL credentials (wrong user or password, or a mechanism they do not enable); not retried.',
+  KAFKA_TLS_FAILED: 'The TLS handshake with a broker failed (its certificate is not trusted or not for its address, or it does not speak TLS); not retried.',
+  KAFKA_AUTHORIZATION_FAILED: 'The brokers\' authorizer denied the principal a topic, its group or the cluster (missing ACLs); not retried.',
   TRANSACTION_PENDING: 'A changelog partition\'s stable end stayed behind an open transaction (its previous owner\'s) for longer than a transaction may last; opening the task is retried.',
 } as const;
 

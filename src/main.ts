@@ -54,6 +54,8 @@ import './kafka/kafkajs-patches.js';
 import type { DemoFeed } from '../examples/wordcount/demo-feed.js';
 import { IqgateError } from './errors.js';
 import { gatewaySecurityFromEnv } from './gateway-env.js';
+import { kafkaSecurityFromEnv } from './kafka-security-env.js';
+import { kafkaSecuritySchema } from './kafka/kafka-security.js';
 import { KafkaAdmin } from './kafka/kafka-admin.js';
 import { KAFKA_CLIENTS } from './kafka/select-kafka-client.js';
 import { createKafka } from './kafka/kafka-client.js';
@@ -84,6 +86,15 @@ export const envSchema = z.object({
   IQGATE_LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
   IQGATE_KAFKA_CLIENT: z.enum(KAFKA_CLIENTS).optional(),
   IQGATE_LEAVE_GROUP_ON_STOP: z.enum(['true', 'false']).optional(),
+  // How the Kafka clients reach the brokers (src/kafka-security-env.ts reads the files).
+  KAFKA_SECURITY_PROTOCOL: z.string().regex(/^(plaintext|ssl|sasl_plaintext|sasl_ssl)$/i, 'PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL').optional(),
+  KAFKA_SASL_MECHANISM: z.string().regex(/^(plain|scram-sha-256|scram-sha-512)$/i, 'PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (OAUTHBEARER: embedded, with a token callback)').optional(),
+  KAFKA_SASL_USERNAME: z.string().min(1).optional(),
+  KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
+  KAFKA_SSL_CA_FILE: z.string().min(1).optional(),
+  KAFKA_SSL_CERT_FILE: z.string().min(1).optional(),
+  KAFKA_SSL_KEY_FILE: z.string().min(1).optional(),
+  KAFKA_SSL_KEY_PASSWORD_FILE: z.string().min(1).optional(),
   // Who may call the gateway (src/gateway-env.ts reads the files; docs/security.md).
   IQGATE_ANONYMOUS: z.enum(['true', 'false']).optional(),
   IQGATE_API_KEYS_FILE: z.string().min(1).optional(),
@@ -119,6 +130,7 @@ export async function main(): Promise<void> {
   // Security settings first: a gateway that would serve anyone beyond loopback, or a key file
   // that does not parse, stops start-up before a broker or a runtime starts.
   const security = gatewaySecurityFromEnv(env);
+  const kafkaSecurity = kafkaSecurityFromEnv(env);
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async (): Promise<void> => {
     for (const stop of stops.reverse()) await stop().catch((error: unknown) => console.error('stop failed:', error));
@@ -161,6 +173,7 @@ export async function main(): Promise<void> {
       ...(env.IQGATE_GUARANTEE === undefined ? {} : { processingGuarantee: env.IQGATE_GUARANTEE }),
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
       ...(env.IQGATE_LEAVE_GROUP_ON_STOP === undefined ? {} : { leaveGroupOnStop: env.IQGATE_LEAVE_GROUP_ON_STOP === 'true' }),
+      ...(kafkaSecurity === undefined ? {} : { kafkaSecurity }),
     };
     // The gateway's modules (graphql-yoga and friends, ~600 files) load while the runtime opens
     // its state directory and joins its group, not before (bench:restart; an application module
@@ -192,7 +205,7 @@ export async function main(): Promise<void> {
 }
 
 /** What the environment decides, for the demo and for IQGATE_APP alike. */
-type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop'> & Pick<RuntimeConfig, 'logger'> & {
+type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop' | 'kafkaSecurity'> & Pick<RuntimeConfig, 'logger'> & {
   readonly brokers: string[];
   readonly applicationId: string;
   readonly stateDir: string;
@@ -209,7 +222,8 @@ async function startApp(app: LoadedApp, common: CommonOptions): Promise<Runtime>
 async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions, stops: Array<() => Promise<void>>): Promise<Runtime> {
   const brokerList = common.brokers;
   const inputTopic = env.IQGATE_INPUT_TOPIC ?? 'wordcount-input';
-  const admin = new KafkaAdmin(createKafka({ brokers: brokerList, clientId: `${common.applicationId}-setup` }));
+  const security = common.kafkaSecurity === undefined ? {} : { security: kafkaSecuritySchema.parse(common.kafkaSecurity) };
+  const admin = new KafkaAdmin(createKafka({ brokers: brokerList, clientId: `${common.applicationId}-setup`, ...security }));
   try {
     // Created with PARTITIONS when missing; existing ones are used with the partitions they have.
     await admin.ensureExternalTopics([

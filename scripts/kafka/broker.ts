@@ -25,6 +25,7 @@ import kafkajs from 'kafkajs';
 // The readiness check's admin client is kafkajs too: without patch 3 its request queue sets a
 // negative timer after each response (Node 24 warns TimeoutNegativeWarning) and loops every 1 ms.
 import '../../src/kafka/kafkajs-patches.js';
+import { prepareSecuredListener, scramArguments, securedProperties, type SecuredListener } from './secured-listener.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -67,6 +68,12 @@ export interface BrokerOptions {
    * dies. False for `npm run kafka -- start --background`, stopped later by PID.
    */
   tiedToProcess?: boolean;
+  /**
+   * Also open a SASL_SSL listener (secured-listener.ts): a certificate made at start-up by a CA
+   * of its own, SCRAM-SHA-256/512 and PLAIN users, and the standard authorizer, under which the
+   * PLAINTEXT listener's clients stay super users and the SASL users have what ACLs grant them.
+   */
+  secured?: boolean;
 }
 
 export interface RunningBroker {
@@ -77,6 +84,8 @@ export interface RunningBroker {
   readonly logFile: string;
   /** Milliseconds from spawning the JVM to a successful describeCluster. */
   readonly startupMs: number;
+  /** The SASL_SSL listener, with `secured`. */
+  readonly secured?: SecuredListener;
   stop(): Promise<void>;
 }
 
@@ -159,16 +168,18 @@ export function formattedClusterId(dataDir: string): string | undefined {
   }
 }
 
-function serverProperties(dataDir: string, brokerPort: number, controllerPort: number): string {
+function serverProperties(dataDir: string, brokerPort: number, controllerPort: number, secured: SecuredListener | undefined): string {
+  const securedListener = secured === undefined ? '' : `,SASL_SSL://127.0.0.1:${secured.port}`;
   return [
     'process.roles=broker,controller',
     'node.id=1',
     `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${brokerPort},CONTROLLER://127.0.0.1:${controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${brokerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${brokerPort},CONTROLLER://127.0.0.1:${controllerPort}${securedListener}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${brokerPort}${securedListener}`,
     'controller.listener.names=CONTROLLER',
     'inter.broker.listener.name=PLAINTEXT',
-    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    `listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${secured === undefined ? '' : ',SASL_SSL:SASL_SSL'}`,
+    ...(secured === undefined ? [] : securedProperties(secured)),
     `log.dirs=${join(dataDir, 'logs')}`,
     'num.partitions=1',
     // Single node: every internal topic must have replication factor 1, or kafkajs never
@@ -344,12 +355,13 @@ async function startBrokerOnce(options: BrokerOptions): Promise<RunningBroker> {
   mkdirSync(dataDir, { recursive: true });
   const brokerPort = options.ports?.broker ?? (await freePort());
   const controllerPort = options.ports?.controller ?? (await freePort());
+  const secured = options.secured === true ? prepareSecuredListener(dataDir, await freePort()) : undefined;
   const propertiesFile = join(dataDir, 'server.properties');
-  writeFileSync(propertiesFile, serverProperties(dataDir, brokerPort, controllerPort));
+  writeFileSync(propertiesFile, serverProperties(dataDir, brokerPort, controllerPort, secured));
   const classpath = `${libs}/*`;
   const log4j = `-Dlog4j2.configurationFile=${join(here, 'log4j2.properties')}`;
 
-  const format = spawnSync('java', [log4j, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', formattedClusterId(dataDir) ?? clusterId(), '-c', propertiesFile, '--ignore-formatted'], {
+  const format = spawnSync('java', [log4j, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', formattedClusterId(dataDir) ?? clusterId(), '-c', propertiesFile, '--ignore-formatted', ...(secured === undefined ? [] : scramArguments(secured))], {
     encoding: 'utf8',
     env: javaEnv(),
   });
@@ -386,5 +398,5 @@ async function startBrokerOnce(options: BrokerOptions): Promise<RunningBroker> {
     throw error;
   }
   child.unref();
-  return { brokers, pid, dataDir, logFile, startupMs: Date.now() - started, stop: () => stop() };
+  return { brokers, pid, dataDir, logFile, startupMs: Date.now() - started, ...(secured === undefined ? {} : { secured }), stop: () => stop() };
 }

@@ -6,7 +6,8 @@
 // Must precede the first kafkajs import (see the module's comment).
 import { assertKafkajsPatched } from './kafkajs-patches.js';
 import { createRequire } from 'node:module';
-import { Kafka, logLevel as KafkaLogLevel, type logCreator } from 'kafkajs';
+import { Kafka, logLevel as KafkaLogLevel, type KafkaConfig, type logCreator } from 'kafkajs';
+import { kafkajsSecurity, type KafkaSecurity } from './kafka-security.js';
 
 export type KafkaLogLevelName = 'nothing' | 'error' | 'warn' | 'info' | 'debug';
 
@@ -24,6 +25,8 @@ export interface KafkaClientOptions {
   readonly log?: KafkaLogSink;
   readonly connectionTimeoutMs?: number;
   readonly requestTimeoutMs?: number;
+  /** TLS and SASL (kafka-security.ts); default plaintext. */
+  readonly security?: KafkaSecurity;
 }
 
 const LEVELS: Record<KafkaLogLevelName, KafkaLogLevel> = {
@@ -84,5 +87,6 @@ export function createKafka(options: KafkaClientOptions): Kafka {
     requestTimeout: options.requestTimeoutMs ?? 30000,
     // Start-up retries are the runtime's (with its own back-off and clear errors); keep kafkajs' short.
     retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2000 },
+    ...(kafkajsSecurity(options.security) as Pick<KafkaConfig, 'ssl' | 'sasl'>),
   });
 }

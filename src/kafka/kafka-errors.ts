@@ -14,13 +14,20 @@ interface KafkaLikeError {
   code?: string;
 }
 
+/**
+ * The error and what it wraps (originalError, cause) and aggregates (a KafkaJSAggregateError's
+ * `errors`, e.g. one per topic of a createTopics), breadth first, at most 16.
+ */
 function chain(error: unknown): KafkaLikeError[] {
   const seen: KafkaLikeError[] = [];
-  let current: unknown = error;
-  while (current !== null && typeof current === 'object' && seen.length < 8) {
-    const e = current as KafkaLikeError;
+  const queue: unknown[] = [error];
+  while (queue.length > 0 && seen.length < 16) {
+    const current = queue.shift();
+    if (current === null || typeof current !== 'object' || seen.includes(current as KafkaLikeError)) continue;
+    const e = current as KafkaLikeError & { errors?: unknown };
     seen.push(e);
-    current = e.originalError ?? e.cause;
+    queue.push(e.originalError ?? e.cause);
+    if (Array.isArray(e.errors)) queue.push(...e.errors);
   }
   return seen;
 }
@@ -46,9 +53,38 @@ export function isConnectionError(error: unknown): boolean {
     || e.code === 'ECONNREFUSED' || e.code === 'ENOTFOUND' || e.code === 'ETIMEDOUT' || e.code === 'EHOSTUNREACH');
 }
 
+/** Node's TLS verification and handshake failures, as a kafkajs connection error carries them in `code`. */
+const TLS_CODES = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REVOKED',
+  'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_SSL_WRONG_VERSION_NUMBER', 'EPROTO',
+]);
+
+/**
+ * A security failure (kafka-security.ts): the credentials, the TLS handshake or the ACLs. Not
+ * retriable — trying the same again gets the same answer — so start-up stops with the code at
+ * once instead of backing off for minutes. A transactional id's authorization failure stays
+ * with isFencedError, where kafkajs' old transactional API versions put a fenced producer.
+ */
+export function kafkaSecurityError(error: unknown, context: string): IqgateError | undefined {
+  const errors = chain(error);
+  const message = error instanceof Error ? error.message : String(error);
+  if (errors.some((e) => e.name === 'KafkaJSSASLAuthenticationError' || e.type === 'SASL_AUTHENTICATION_FAILED' || e.type === 'UNSUPPORTED_SASL_MECHANISM' || e.type === 'ILLEGAL_SASL_STATE')) {
+    return new IqgateError('KAFKA_AUTHENTICATION_FAILED', `${context}: SASL authentication failed (${message})`, { cause: error });
+  }
+  if (errors.some((e) => typeof e.code === 'string' && TLS_CODES.has(e.code))) {
+    return new IqgateError('KAFKA_TLS_FAILED', `${context}: TLS with the broker failed (${message})`, { cause: error });
+  }
+  const denied = errors.find((e) => typeof e.type === 'string' && e.type.endsWith('_AUTHORIZATION_FAILED') && e.type !== 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED');
+  if (denied !== undefined) return new IqgateError('KAFKA_AUTHORIZATION_FAILED', `${context}: not authorized (${denied.type}: ${message})`, { cause: error });
+  return undefined;
+}
+
 export function toIqgateError(error: unknown, context: string): IqgateError {
   if (error instanceof IqgateError) return error;
   const message = error instanceof Error ? error.message : String(error);
+  const security = kafkaSecurityError(error, context);
+  if (security !== undefined) return security;
   if (isFencedError(error)) return new IqgateError('PRODUCER_FENCED', `${context}: producer fenced (${message})`, { cause: error });
   if (isConnectionError(error)) return new IqgateError('BROKER_UNAVAILABLE', `${context}: Kafka broker unreachable (${message})`, { cause: error, retriable: true });
   if (chain(error).some((e) => e.type === 'UNKNOWN_TOPIC_OR_PARTITION')) {

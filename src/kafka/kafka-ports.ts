@@ -22,6 +22,7 @@ export function createKafkaPorts(options: KafkaPortsOptions): KafkaPorts {
   // A separate client for restores: its own sockets, not queued behind the consumer's long polls.
   const changelogReader = new KafkaChangelogReader(createKafka({ ...options, clientId: `${options.clientId}-restore` }), options.consumer.groupId);
   return {
+    client: 'kafkajs',
     consumer,
     producers,
     admin,

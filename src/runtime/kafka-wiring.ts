@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { createRdkafkaPorts } from '../kafka/librdkafka/rdkafka-ports.js';
 import { createKafkaPorts } from '../kafka/kafka-ports.js';
+import { describeKafkaSecurity } from '../kafka/kafka-security.js';
 import { selectKafkaClient } from '../kafka/select-kafka-client.js';
 import type { KafkaPorts } from '../processing/ports.js';
 import { planSubTopologies } from '../processing/sub-topology-plan.js';
@@ -28,7 +29,9 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
     routing: advertisedUrl !== undefined,
     coPartitioned: planSubTopologies(topology, o.applicationId).some((plan) => plan.sourceTopics.length > 1),
   });
-  logger.info({ kafkaClient: selected.client, reason: selected.reason }, `Kafka client: ${selected.client}`);
+  // What the security settings are, never their secrets.
+  logger.info({ kafkaClient: selected.client, reason: selected.reason, kafkaSecurity: describeKafkaSecurity(o.kafkaSecurity) }, `Kafka client: ${selected.client}`);
+  const security = o.kafkaSecurity === undefined ? {} : { security: o.kafkaSecurity };
   const log = logger.child({ component: selected.client });
   const group = {
     groupId: o.applicationId,
@@ -46,6 +49,7 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
     return createRdkafkaPorts(selected.module, {
       brokers: o.brokers,
       clientId: o.clientId,
+      ...security,
       logLevel: o.kafkaLogLevel,
       log,
       transactionTimeoutMs: o.transactionTimeoutMs ?? 10_000,
@@ -58,6 +62,7 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
   return createKafkaPorts({
     brokers: o.brokers,
     clientId: o.clientId,
+    ...security,
     logLevel: o.kafkaLogLevel,
     log,
     transactionTimeoutMs: o.transactionTimeoutMs ?? 60_000,

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { IqgateError } from '../errors.js';
+import { kafkaSecuritySchema } from '../kafka/kafka-security.js';
 import { KAFKA_CLIENTS, type KafkaClientChoice } from '../kafka/select-kafka-client.js';
 import { parseProcessingOptions, processingOptionsSchema, type ProcessingOptions } from '../processing/processing-options.js';
 
@@ -36,6 +37,11 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
   /** State directory (LevelDB). Absent: in-memory stores (state is rebuilt from the changelogs on restart). */
   stateDir: z.string().min(1).optional(),
   clientId: z.string().min(1).optional(),
+  /**
+   * How the clients reach the brokers: security.protocol, SASL and TLS (src/kafka/kafka-security.ts),
+   * for every client the runtime makes (group consumer, producers, admin, restore). Default plaintext.
+   */
+  kafkaSecurity: kafkaSecuritySchema.optional(),
   /**
    * This instance's GraphQL endpoint as other instances reach it, e.g. http://10.0.0.5:4000/graphql
    * (Kafka Streams' application.server). Advertised in the group metadata so that any instance can

@@ -11,6 +11,8 @@ import { startBroker, type RunningBroker } from '../../scripts/kafka/broker.js';
 declare module 'vitest' {
   export interface ProvidedContext {
     kafkaBrokers: string;
+    /** The broker's SASL_SSL listener (scripts/kafka/secured-listener.ts) as JSON; '' with an external broker. */
+    kafkaSecured: string;
   }
 }
 
@@ -20,11 +22,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const external = process.env.KAFKA_BROKERS;
   if (external !== undefined && external !== '') {
     project.provide('kafkaBrokers', external);
+    project.provide('kafkaSecured', '');
     return async () => undefined;
   }
-  broker = await startBroker();
-  console.log(`[integration] Kafka broker ready at ${broker.brokers} in ${broker.startupMs} ms`);
+  // With a SASL_SSL listener beside the plaintext one, for test/integration/kafka/secured-kafka.test.ts.
+  broker = await startBroker({ secured: true });
+  console.log(`[integration] Kafka broker ready at ${broker.brokers} (SASL_SSL at ${broker.secured!.brokers}) in ${broker.startupMs} ms`);
   project.provide('kafkaBrokers', broker.brokers);
+  const { brokers, caPem, users } = broker.secured!;
+  project.provide('kafkaSecured', JSON.stringify({ brokers, caPem, users }));
   return async () => {
     await broker?.stop();
     broker = undefined;

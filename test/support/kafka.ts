@@ -33,3 +33,15 @@ export function testKafka(clientId = uniqueName('test')): kafkajs.Kafka {
 export { waitFor } from './wait-for.js';
 
 export { createTopicsRetrying } from '../../scripts/kafka/create-topics.js';
+
+/** The test broker's SASL_SSL listener; undefined with an external broker (KAFKA_BROKERS). */
+export interface SecuredBroker {
+  readonly brokers: string;
+  readonly caPem: string;
+  readonly users: { readonly admin: string; readonly app: string; readonly stranger: string };
+}
+
+export function securedBroker(): SecuredBroker | undefined {
+  const json = inject('kafkaSecured');
+  return json === '' ? undefined : (JSON.parse(json) as SecuredBroker);
+}

@@ -48,6 +48,13 @@ const UNKNOWN_TOPIC = new Set([
  */
 const UNREACHABLE_MESSAGE = /all broker connections are down|broker transport failure|connection refused|failed to resolve|timed out/i;
 
+/** Security failures (../kafka-security.ts): not retried, as on kafkajs (kafka-errors.ts). */
+const AUTHENTICATION = new Set([-169, 58]); // _AUTHENTICATION; SASL_AUTHENTICATION_FAILED
+const TLS = new Set([-181]); // _SSL
+const AUTHORIZATION = new Set([29, 30, 31]); // TOPIC_, GROUP_, CLUSTER_AUTHORIZATION_FAILED
+const AUTHENTICATION_MESSAGE = /SASL authentication (error|failed)|Authentication failed/i;
+const TLS_MESSAGE = /SSL handshake failed|certificate verify failed|ssl\.ca\.location failed/i;
+
 export function rdkafkaCode(error: unknown): number | undefined {
   if (error === null || typeof error !== 'object') return undefined;
   const code = (error as RdkafkaLikeError).code;
@@ -72,6 +79,12 @@ export function fromRdkafkaError(error: unknown, context: string): IqgateError {
     ...(flags.isFatal === undefined ? {} : { isFatal: flags.isFatal }),
   };
   const options = (retriable: boolean) => ({ cause: error, retriable, ...(details === undefined ? {} : { details }) });
+  const unparsed = code === undefined || code === -1;
+  if ((code !== undefined && AUTHENTICATION.has(code)) || (unparsed && AUTHENTICATION_MESSAGE.test(message))) {
+    return new IqgateError('KAFKA_AUTHENTICATION_FAILED', `${context}: SASL authentication failed (${message})`, options(false));
+  }
+  if ((code !== undefined && TLS.has(code)) || (unparsed && TLS_MESSAGE.test(message))) return new IqgateError('KAFKA_TLS_FAILED', `${context}: TLS with the broker failed (${message})`, options(false));
+  if (code !== undefined && AUTHORIZATION.has(code)) return new IqgateError('KAFKA_AUTHORIZATION_FAILED', `${context}: not authorized (${message})`, options(false));
   if (code !== undefined && FENCED.has(code)) return new IqgateError('PRODUCER_FENCED', `${context}: producer fenced (${message})`, options(false));
   if ((code !== undefined && UNREACHABLE.has(code)) || ((code === undefined || code === -1) && UNREACHABLE_MESSAGE.test(message))) return new IqgateError('BROKER_UNAVAILABLE', `${context}: Kafka broker unreachable (${message})`, options(true));
   if (code !== undefined && UNKNOWN_TOPIC.has(code)) return new IqgateError('TOPIC_NOT_FOUND', `${context}: ${message}`, options(true));

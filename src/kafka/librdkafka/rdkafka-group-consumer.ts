@@ -30,6 +30,7 @@ import type { KafkaConsumer, LibrdKafkaError, Message, TopicPartition as RdTopic
 import type { ConsumerHandlers, ConsumerStopOptions, GroupConsumerPort, Headers, InputRecord, TopicPartition, TopicPartitionOffset } from '../../processing/ports.js';
 import type { GroupSettings } from '../group-settings.js';
 import type { KafkaLogSink } from '../kafka-client.js';
+import { rdkafkaSecurity, type KafkaSecurity } from '../kafka-security.js';
 import type { RdkafkaModule } from './native.js';
 import { fromRdkafkaError } from './rdkafka-errors.js';
 import { Buffer } from 'node:buffer';
@@ -38,6 +39,8 @@ import { performance } from 'node:perf_hooks';
 export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   readonly brokers: readonly string[];
   readonly clientId: string;
+  /** TLS and SASL (../kafka-security.ts); default plaintext. */
+  readonly security?: KafkaSecurity;
   /** group.instance.id (static membership); absent: a dynamic member. */
   readonly groupInstanceId?: string;
   /**
@@ -109,6 +112,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     this.consumer = new rd.KafkaConsumer({
       'bootstrap.servers': options.brokers.join(','),
       'client.id': options.clientId,
+      ...rdkafkaSecurity(options.security),
       'group.id': options.groupId,
       ...(options.groupInstanceId === undefined ? {} : { 'group.instance.id': options.groupInstanceId }),
       'enable.auto.commit': false,

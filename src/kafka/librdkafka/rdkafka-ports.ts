@@ -18,7 +18,7 @@ import { RdkafkaGroupConsumer, type RdkafkaGroupConsumerOptions } from './rdkafk
 import { RdkafkaStreamProducer } from './rdkafka-stream-producer.js';
 
 export interface RdkafkaPortsOptions extends KafkaClientOptions {
-  readonly consumer: Omit<RdkafkaGroupConsumerOptions, 'brokers' | 'clientId' | 'log' | 'removeStaticMember'>;
+  readonly consumer: Omit<RdkafkaGroupConsumerOptions, 'brokers' | 'clientId' | 'log' | 'removeStaticMember' | 'security'>;
   /** The instance's transactional id (exactly-once v2). */
   readonly transactionalId: string;
   readonly transactionTimeoutMs?: number;
@@ -30,12 +30,14 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     ...options.consumer,
     brokers: options.brokers,
     clientId: options.clientId,
+    ...(options.security === undefined ? {} : { security: options.security }),
     removeStaticMember: (instanceId) => removeStaticMember(kafka, options.clientId, options.consumer.groupId, instanceId),
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   const streamProducer = new RdkafkaStreamProducer(rd, {
     brokers: options.brokers,
     clientId: `${options.clientId}-producer`,
+    ...(options.security === undefined ? {} : { security: options.security }),
     transactionalId: options.transactionalId,
     ...(options.transactionTimeoutMs === undefined ? {} : { transactionTimeoutMs: options.transactionTimeoutMs }),
     consumer: () => consumer.native(),

@@ -16,12 +16,15 @@
 import type { KafkaConsumer, Producer } from '@confluentinc/kafka-javascript';
 import type { OutputRecord, StreamProducerPort, TopicPartitionOffset } from '../../processing/ports.js';
 import type { KafkaLogSink } from '../kafka-client.js';
+import { rdkafkaSecurity, type KafkaSecurity } from '../kafka-security.js';
 import type { RdkafkaModule } from './native.js';
 import { fromRdkafkaError, rdkafkaCode } from './rdkafka-errors.js';
 
 export interface RdkafkaStreamProducerOptions {
   readonly brokers: readonly string[];
   readonly clientId: string;
+  /** TLS and SASL (../kafka-security.ts); default plaintext. */
+  readonly security?: KafkaSecurity;
   readonly transactionalId: string;
   /** transaction.timeout.ms; default 60 s, as kafkajs'. */
   readonly transactionTimeoutMs?: number;
@@ -218,6 +221,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
     const producer = new this.rd.Producer({
       'bootstrap.servers': this.options.brokers.join(','),
       'client.id': this.options.clientId,
+      ...rdkafkaSecurity(this.options.security),
       'transactional.id': this.options.transactionalId,
       'enable.idempotence': true,
       acks: -1,
