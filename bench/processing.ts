@@ -42,6 +42,8 @@
  * Knobs: BENCH_LINES (200000, as in the first comparison with Kafka Streams), BENCH_CLIENTS (librdkafka,kafkajs), BENCH_KSTREAMS=0 (no Kafka
  * Streams run; it needs java and, once, mvn), BENCH_LOG=info (progress),
  * BENCH_OPTIONS='{"packRepartition":false}' (runtime options of the wordcount runs),
+ * BENCH_SASL_SSL=1 (each client's wordcount once more over the local broker's SASL_SSL listener,
+ * SCRAM-SHA-512 and TLS: eos.<client>.sasl_ssl.rate, and its ratio to the plaintext run),
  * BENCH_PROFILE=<dir> (a CPU profile of each wordcount run, start to last commit, written there
  * and summarised on stderr by bench/cpu-profile-summary.ts).
  */
@@ -61,12 +63,14 @@ import { Kafka, logLevel } from 'kafkajs';
 import { makeLine, produceLines, runWordcount, wordsOf } from '../examples/wordcount/index.js';
 import { kstreamsJars, kstreamsWordcount, type KStreamsRun } from './kstreams-wordcount.js';
 import { CountWatcher } from './count-watcher.js';
+import type { KafkaSecurityInput } from '../src/kafka/kafka-security.js';
 
 const LINES = Number(process.env.BENCH_LINES ?? 200_000);
 const CLIENTS = (process.env.BENCH_CLIENTS ?? 'librdkafka,kafkajs').split(',') as Array<'librdkafka' | 'kafkajs'>;
 const PARTITIONS = 4;
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const KSTREAMS = process.env.BENCH_KSTREAMS !== '0';
+const SASL_SSL = process.env.BENCH_SASL_SSL === '1';
 const suffix = `${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`;
 
 /** Lines per second of bench/txn-loop.ts on `client`, in a process of its own. */
@@ -109,7 +113,13 @@ interface EosRun {
   readonly firstCommitMs: number;
 }
 
-async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', counts: ReadonlyMap<string, number>): Promise<EosRun> {
+/** Where a wordcount run's runtime connects, when not to the plaintext listener: the SASL_SSL one. */
+interface SecuredRun {
+  readonly brokers: string[];
+  readonly kafkaSecurity: KafkaSecurityInput;
+}
+
+async function eosWordcount(brokerList: string[], input: string, output: string, client: 'librdkafka' | 'kafkajs', counts: ReadonlyMap<string, number>, secured?: SecuredRun): Promise<EosRun> {
   // The run ends when its output holds every final count, as Kafka Streams' run does (CountWatcher).
   const watcher = await CountWatcher.start(brokerList, output, `bench-wc-${client}-${suffix}-check`, counts);
   const dir = await mkdtemp(join(tmpdir(), 'iqgate-bench-'));
@@ -126,7 +136,8 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
     const cpu0 = process.cpuUsage();
     let firstCommitAt = 0;
     runtime = await runWordcount({
-      brokers: brokerList, inputTopic: input, outputTopic: output, applicationId: `bench-wc-${client}-${suffix}`, kafkaClient: client,
+      brokers: secured?.brokers ?? brokerList, inputTopic: input, outputTopic: output, applicationId: `bench-wc-${client}-${secured === undefined ? '' : 'sasl-'}${suffix}`, kafkaClient: client,
+      ...(secured === undefined ? {} : { kafkaSecurity: secured.kafkaSecurity }),
       stateDir: dir, logLevel: (process.env.BENCH_LOG as 'info' | undefined) ?? 'warn', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1_000,
       ...(JSON.parse(process.env.BENCH_OPTIONS ?? '{}') as Record<string, unknown>),
     });
@@ -167,12 +178,16 @@ async function eosWordcount(brokerList: string[], input: string, output: string,
 
 async function main(): Promise<void> {
   const kstreamsLibs = KSTREAMS ? kstreamsJars() : undefined; // java and Kafka Streams' jars, before any run
-  const broker = await benchBroker();
+  const broker = await benchBroker({ secured: SASL_SSL });
+  if (SASL_SSL && broker.secured === undefined) throw new Error('BENCH_SASL_SSL=1 needs the local broker (unset KAFKA_BROKERS)');
   const kafka = new Kafka({ clientId: 'bench-processing', brokers: broker.brokers, logLevel: logLevel.ERROR });
   const admin = kafka.admin();
   await admin.connect();
   const input = `bench-lines-${suffix}`;
-  const outputs = [...CLIENTS.flatMap((c) => [`bench-txn-out-${c}-${suffix}`, `bench-wc-out-${c}-${suffix}`]), ...(KSTREAMS ? [`bench-kstreams-out-${suffix}`] : [])];
+  const outputs = [
+    ...CLIENTS.flatMap((c) => [`bench-txn-out-${c}-${suffix}`, `bench-wc-out-${c}-${suffix}`, ...(SASL_SSL ? [`bench-wc-sasl-out-${c}-${suffix}`] : [])]),
+    ...(KSTREAMS ? [`bench-kstreams-out-${suffix}`] : []),
+  ];
   const figures = new Figures();
   const report = figures.report.bind(figures);
   try {
@@ -185,6 +200,15 @@ async function main(): Promise<void> {
     const eos = new Map<string, EosRun>();
     for (const client of CLIENTS) txn.set(client, txnLoop(broker.brokers, input, `bench-txn-out-${client}-${suffix}`, client));
     for (const client of CLIENTS) eos.set(client, await eosWordcount(broker.brokers, input, `bench-wc-out-${client}-${suffix}`, client, counts));
+    // The same runs over SASL_SSL (SCRAM-SHA-512 as the super user admin, TLS to the broker's own CA).
+    const sasl = new Map<string, EosRun>();
+    if (broker.secured !== undefined) {
+      const secured: SecuredRun = {
+        brokers: [broker.secured.brokers],
+        kafkaSecurity: { protocol: 'SASL_SSL', sasl: { mechanism: 'SCRAM-SHA-512', username: 'admin', password: broker.secured.users.admin }, ssl: { ca: broker.secured.caPem } },
+      };
+      for (const client of CLIENTS) sasl.set(client, await eosWordcount(broker.brokers, input, `bench-wc-sasl-out-${client}-${suffix}`, client, counts, secured));
+    }
     // Kafka Streams last: a failure of its run is reported, and iqgate's figures are still written.
     let kstreams: KStreamsRun | undefined;
     if (kstreamsLibs !== undefined) {
@@ -214,6 +238,14 @@ async function main(): Promise<void> {
       report(`eos.${client}.pause.p99`, 'ms', run.pauseP99);
       report(`eos.${client}.commits`, 'count', run.commits);
       report(`eos.${client}.rate / txn.${client}.rate`, 'ratio', run.rate / (txn.get(client) ?? Number.NaN));
+    }
+    for (const client of CLIENTS) {
+      const run = sasl.get(client);
+      if (run === undefined) continue;
+      report(`eos.${client}.sasl_ssl.rate`, 'lines/s', run.rate);
+      report(`eos.${client}.sasl_ssl.steady.rate`, 'lines/s', run.steadyRate);
+      report(`eos.${client}.sasl_ssl.cpu`, 'µs/line', run.cpuPerLine);
+      report(`eos.${client}.sasl_ssl.rate / eos.${client}.rate`, 'ratio', run.rate / (eos.get(client)?.rate ?? Number.NaN));
     }
     for (const client of CLIENTS) {
       const run = consume.get(client);

@@ -32,6 +32,18 @@ describe('the log format', () => {
     expect(JSON.parse(out.text())).toMatchObject({ level: 30, app: 'demo', taskId: '0_1', msg: 'task running' });
   });
 
+  it('censors fields that hold secrets, in JSON and pretty lines alike', async () => {
+    for (const isTTY of [false, true]) {
+      const out = capture(isTTY);
+      createLogger({ destination: out }).info({ kafkaSecurity: { sasl: { username: 'svc', password: 'hunter2-secret' } }, headers: { authorization: 'Bearer tok-123' } }, 'connecting');
+      await waitFor(() => out.text().endsWith('\n'), 2000, 5);
+      expect(out.text()).toContain('svc');
+      expect(out.text()).toContain('[redacted]');
+      expect(out.text()).not.toContain('hunter2-secret');
+      expect(out.text()).not.toContain('tok-123');
+    }
+  });
+
   it('writes a readable line, no JSON, when the destination is a terminal', async () => {
     const out = capture(true);
     createLogger({ destination: out }).child({ app: 'demo' }).warn({ taskId: '0_1' }, 'task suspended');
