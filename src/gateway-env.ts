@@ -4,7 +4,7 @@
  * API keys, the cluster secret, the TLS key — are read from files (never flags, which `ps`
  * shows) and never printed: an error names the variable and what is wrong, not the value.
  */
-import { readFileSync } from 'node:fs';
+import { readConfigFile as readFile } from './config-file.js';
 import { IqgateError } from './errors.js';
 import { ApiKeys } from './graphql/gate/api-keys.js';
 import { JwtVerifier } from './graphql/gate/jwt-verifier.js';
@@ -31,15 +31,6 @@ export interface GatewayEnv {
 }
 
 export type GatewaySecurity = Pick<ServeOptions, 'auth' | 'corsOrigins' | 'production' | 'rateLimit' | 'tls'>;
-
-function readFile(variable: string, path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    throw new IqgateError('INVALID_CONFIG', `${variable}=${path}: cannot read the file (${typeof code === 'string' ? code : 'error'})`, { details: { exitCode: 2 } });
-  }
-}
 
 /** INVALID_CONFIG with exit code 2, as for any bad environment value. */
 function invalid(message: string): IqgateError {
@@ -68,7 +59,7 @@ export function gatewaySecurityFromEnv(env: GatewayEnv): GatewaySecurity {
     ...(env.IQGATE_JWT_AUDIENCE === undefined ? {} : { audience: env.IQGATE_JWT_AUDIENCE }),
     ...(env.IQGATE_JWT_STORES_CLAIM === undefined ? {} : { storesClaim: env.IQGATE_JWT_STORES_CLAIM }),
   }));
-  const clusterSecret = env.IQGATE_CLUSTER_SECRET_FILE === undefined ? undefined : readFile('IQGATE_CLUSTER_SECRET_FILE', env.IQGATE_CLUSTER_SECRET_FILE).trim();
+  const clusterSecret = env.IQGATE_CLUSTER_SECRET_FILE === undefined ? undefined : readFile('IQGATE_CLUSTER_SECRET_FILE', env.IQGATE_CLUSTER_SECRET_FILE, { trim: true });
   if (clusterSecret !== undefined && clusterSecret.length < 32) throw invalid('IQGATE_CLUSTER_SECRET_FILE: the cluster secret needs at least 32 characters');
 
   const authenticated = jwt !== undefined || apiKeys !== undefined;

@@ -3,7 +3,7 @@
  * strings): the protocol, the SASL mechanism and user, and every secret and TLS file by path —
  * a password in a flag or a variable would show in `ps` or a crash dump of the environment.
  */
-import { readFileSync } from 'node:fs';
+import { readConfigFile } from './config-file.js';
 import { IqgateError } from './errors.js';
 import { kafkaSecuritySchema, type KafkaSecurity } from './kafka/kafka-security.js';
 
@@ -18,16 +18,6 @@ export interface KafkaSecurityEnv {
   readonly KAFKA_SSL_KEY_PASSWORD_FILE?: string | undefined;
 }
 
-function read(variable: string, path: string, trim: boolean): string {
-  try {
-    const text = readFileSync(path, 'utf8');
-    return trim ? text.trim() : text;
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    throw new IqgateError('INVALID_CONFIG', `${variable}=${path}: cannot read the file (${typeof code === 'string' ? code : 'error'})`, { details: { exitCode: 2 } });
-  }
-}
-
 /** The runtime's kafkaSecurity, or undefined when no KAFKA_SECURITY_* / KAFKA_SASL_* / KAFKA_SSL_* is set. */
 export function kafkaSecurityFromEnv(env: KafkaSecurityEnv): KafkaSecurity | undefined {
   const any = Object.entries(env).some(([key, value]) => /^KAFKA_(SECURITY|SASL|SSL)_/.test(key) && value !== undefined);
@@ -35,7 +25,7 @@ export function kafkaSecurityFromEnv(env: KafkaSecurityEnv): KafkaSecurity | und
   if (env.KAFKA_SECURITY_PROTOCOL === undefined) {
     throw new IqgateError('INVALID_CONFIG', 'KAFKA_SASL_* and KAFKA_SSL_* need KAFKA_SECURITY_PROTOCOL (SSL, SASL_PLAINTEXT or SASL_SSL)', { details: { exitCode: 2 } });
   }
-  const file = (variable: keyof KafkaSecurityEnv, trim: boolean) => (env[variable] === undefined ? undefined : read(variable, env[variable]!, trim));
+  const file = (variable: keyof KafkaSecurityEnv, trim: boolean) => (env[variable] === undefined ? undefined : readConfigFile(variable, env[variable]!, { trim }));
   const ssl = { ca: file('KAFKA_SSL_CA_FILE', false), cert: file('KAFKA_SSL_CERT_FILE', false), key: file('KAFKA_SSL_KEY_FILE', false), keyPassword: file('KAFKA_SSL_KEY_PASSWORD_FILE', true) };
   const given = Object.fromEntries(Object.entries(ssl).filter(([, value]) => value !== undefined));
   const input = {
