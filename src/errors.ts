@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   INVALID_RANGE: 'A range query whose from bound sorts after its to bound, or with a bad limit.',
   STORE_EXCEPTION: 'The underlying storage failed.',
   STATE_DIR_LOCKED: 'The state directory is in use by another running instance (its LevelDB lock is held).',
+  STATE_CORRUPTED: 'LevelDB found the state directory\'s files damaged (a checksum mismatch, a truncated file); the next start wipes them and restores every store from its changelog.',
+  STORE_DISK_FULL: 'The state directory\'s disk is full (ENOSPC): the commit did not happen, the committed state is the previous one; retried once space is freed.',
   STATE_DIR_NOT_WRITABLE: 'The state directory cannot be created or written by this process.',
   // query
   INVALID_KEY: 'A key argument could not be converted with the store\'s key serde.',

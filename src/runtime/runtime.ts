@@ -167,7 +167,12 @@ export class Runtime {
       // this process cannot write (STATE_DIR_NOT_WRITABLE) stops start-up before anything —
       // topics, the instance id file, the consumer group — is touched.
       this.engine = this.config.storeEngine ?? (o.stateDir !== undefined
-        ? await openLevelStoreEngine({ directory: o.stateDir, ...this.storeOptions() })
+        ? await openLevelStoreEngine({
+          directory: o.stateDir,
+          ...this.storeOptions(),
+          // Kafka Streams' corrupted-task path: wipe and restore, never a crash loop on a bad file.
+          onWipe: (reason) => this.logger.warn({ stateDir: o.stateDir, reason }, 'the state directory is damaged: its LevelDB files are wiped and every store restores from its changelog'),
+        })
         : createInMemoryStoreEngine(this.storeOptions()));
       timings.storeOpened = Date.now();
       if (this.stopRequested) {

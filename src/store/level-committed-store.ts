@@ -10,7 +10,7 @@
  * put goes native at once), nextv with highWaterMarkBytes sized for the chunk.
  */
 import { Level } from 'level';
-import { IqgateError } from '../errors.js';
+import { IqgateError, isIqgateError } from '../errors.js';
 import { Position } from './position.js';
 import type { RangeQuery } from './key-bounds.js';
 import {
@@ -26,7 +26,8 @@ import {
   taskMetaKey,
 } from './level-key-layout.js';
 import { checkStateDir, stateDirOpenError } from './state-dir.js';
-import { storeClosedError, toStoreError } from './store-errors.js';
+import { corruptMarker, markCorrupt, wipeLevelFiles } from './corrupt-state.js';
+import { isCorruption, storeClosedError, toStoreError } from './store-errors.js';
 import type {
   CommittedCursor,
   CommittedKeyspace,
@@ -80,17 +81,42 @@ export class LevelCommittedStore implements CommittedStore {
   /** Scratch buffer for keys put into a chained batch (see commit). */
   private batchScratch = Buffer.allocUnsafe(256);
 
-  private constructor(readonly db: Db) {}
+  private constructor(
+    readonly db: Db,
+    private readonly directory: string,
+  ) {}
 
-  static async open(directory: string): Promise<LevelCommittedStore> {
+  /**
+   * Opens `directory`. Damaged files (found now, or marked by an earlier run that found them
+   * while reading: markCorrupt) are wiped, as Kafka Streams wipes a corrupted task's state,
+   * and the stores open empty: each task restores from its changelog. `onWipe` is told why.
+   */
+  static async open(directory: string, onWipe?: (reason: string) => void): Promise<LevelCommittedStore> {
     checkStateDir(directory); // locked or not writable: a coded error before LevelDB touches anything
+    const marked = corruptMarker(directory);
+    if (marked !== undefined) {
+      onWipe?.(`an earlier run found it damaged (${marked})`);
+      wipeLevelFiles(directory);
+    }
+    try {
+      return await LevelCommittedStore.openOnce(directory);
+    } catch (error) {
+      if (!isIqgateError(error, 'STATE_CORRUPTED')) throw error;
+      onWipe?.(error.message);
+      wipeLevelFiles(directory);
+      return LevelCommittedStore.openOnce(directory);
+    }
+  }
+
+  private static async openOnce(directory: string): Promise<LevelCommittedStore> {
     const db: Db = new Level<Buffer, Buffer>(directory, ENCODINGS);
     try {
       await db.open();
     } catch (error) {
+      if (isCorruption(error)) throw toStoreError(error, `opening ${directory}`);
       throw stateDirOpenError(directory, error);
     }
-    const store = new LevelCommittedStore(db);
+    const store = new LevelCommittedStore(db, directory);
     try {
       const format = await db.get(FORMAT_KEY);
       if (format === undefined) await db.put(FORMAT_KEY, FORMAT_VALUE);
@@ -113,6 +139,13 @@ export class LevelCommittedStore implements CommittedStore {
     if (this.db.status !== 'open') throw storeClosedError('store engine');
   }
 
+  /** The coded error for a failed call; damaged files also mark the directory for the next start. */
+  failure(error: unknown, what: string): IqgateError {
+    const coded = toStoreError(error, what);
+    if (coded.code === 'STATE_CORRUPTED') markCorrupt(this.directory, coded.message);
+    return coded;
+  }
+
   async keyspace(storeName: string, partition: number): Promise<CommittedKeyspace> {
     this.checkOpen();
     if (storeName.includes('\u0000')) throw new TypeError('store names may not contain NUL');
@@ -126,7 +159,7 @@ export class LevelCommittedStore implements CommittedStore {
       try {
         await this.db.put(storeIdKey(storeName), value);
       } catch (error) {
-        throw toStoreError(error, `registering store ${storeName}`);
+        throw this.failure(error, `registering store ${storeName}`);
       }
     }
     return new LevelKeyspace(this, storeName, partition, dataPrefix(id, partition));
@@ -138,7 +171,7 @@ export class LevelCommittedStore implements CommittedStore {
     try {
       bytes = await this.db.get(taskMetaKey(taskId, storeName));
     } catch (error) {
-      throw toStoreError(error, `reading metadata of task ${taskId}`);
+      throw this.failure(error, `reading metadata of task ${taskId}`);
     }
     return decodeMeta(bytes);
   }
@@ -181,7 +214,7 @@ export class LevelCommittedStore implements CommittedStore {
     } catch (error) {
       // Idempotent; releases the native batch if write() was never reached.
       await batch.close().catch(() => {});
-      throw toStoreError(error, `commit of task ${taskId}`);
+      throw this.failure(error, `commit of task ${taskId}`);
     }
   }
 
@@ -237,7 +270,7 @@ class LevelKeyspace implements CommittedKeyspace {
       // No options: abstract-level's dedicated fast path; the database defaults are buffers.
       return this.store.db.getSync(this.scratchKey(key));
     } catch (error) {
-      throw toStoreError(error, `store ${this.storeName}`);
+      throw this.store.failure(error, `store ${this.storeName}`);
     }
   }
 
@@ -246,7 +279,7 @@ class LevelKeyspace implements CommittedKeyspace {
     try {
       snapshot = this.store.db.snapshot();
     } catch (error) {
-      throw toStoreError(error, `store ${this.storeName}`);
+      throw this.store.failure(error, `store ${this.storeName}`);
     }
     try {
       const options = { snapshot, ...ENCODINGS };
@@ -255,7 +288,7 @@ class LevelKeyspace implements CommittedKeyspace {
       return new LevelSnapshotView(this, snapshot, options, meta?.position ?? Position.empty());
     } catch (error) {
       void snapshot.close();
-      throw toStoreError(error, `store ${this.storeName}`);
+      throw this.store.failure(error, `store ${this.storeName}`);
     }
   }
 }
@@ -279,7 +312,7 @@ class LevelSnapshotView implements CommittedSnapshot {
     try {
       return this.keyspace.store.db.getSync(this.keyspace.scratchKey(key), this.options);
     } catch (error) {
-      throw toStoreError(error, `store ${this.keyspace.storeName}`);
+      throw this.keyspace.store.failure(error, `store ${this.keyspace.storeName}`);
     }
   }
 
@@ -291,7 +324,7 @@ class LevelSnapshotView implements CommittedSnapshot {
         this.options,
       );
     } catch (error) {
-      throw toStoreError(error, `store ${this.keyspace.storeName}`);
+      throw this.keyspace.store.failure(error, `store ${this.keyspace.storeName}`);
     }
   }
 
@@ -314,7 +347,7 @@ class LevelSnapshotView implements CommittedSnapshot {
         highWaterMarkBytes: HIGH_WATER_MARK_BYTES,
       });
     } catch (error) {
-      throw toStoreError(error, `store ${this.keyspace.storeName}`);
+      throw this.keyspace.store.failure(error, `store ${this.keyspace.storeName}`);
     }
     let chunkSize = Math.max(1, Math.min(CURSOR_CHUNK, query.limit, firstChunk ?? CURSOR_CHUNK));
     let done = false;
@@ -326,7 +359,7 @@ class LevelSnapshotView implements CommittedSnapshot {
           entries = (await iterator.nextv(chunkSize)) as Array<[Buffer, Buffer]>;
           chunkSize = Math.min(CURSOR_CHUNK, chunkSize * 4);
         } catch (error) {
-          throw toStoreError(error, `store ${this.keyspace.storeName}`);
+          throw this.keyspace.store.failure(error, `store ${this.keyspace.storeName}`);
         }
         if (entries.length === 0) {
           done = true;

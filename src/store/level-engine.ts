@@ -8,10 +8,14 @@ import { LayeredStoreEngine } from './store-engine.js';
 import { resolveStoreOptions } from './store-options.js';
 import type { StoreEngine, StoreEngineOptions } from './types.js';
 
-export async function openLevelStoreEngine(options: { directory: string } & StoreEngineOptions): Promise<StoreEngine> {
+/**
+ * `onWipe`: told why, when the directory's LevelDB files were found damaged and wiped
+ * (corrupt-state.ts); the stores then open empty and restore from their changelogs.
+ */
+export async function openLevelStoreEngine(options: { directory: string; onWipe?: (reason: string) => void } & StoreEngineOptions): Promise<StoreEngine> {
   const resolved = resolveStoreOptions(options);
   if (typeof options.directory !== 'string' || options.directory.length === 0) {
     throw new TypeError('directory must be a non-empty path');
   }
-  return new LayeredStoreEngine(await LevelCommittedStore.open(options.directory), resolved);
+  return new LayeredStoreEngine(await LevelCommittedStore.open(options.directory, options.onWipe), resolved);
 }
