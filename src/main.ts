@@ -61,6 +61,7 @@ import { KAFKA_CLIENTS } from './kafka/select-kafka-client.js';
 import { createKafka } from './kafka/kafka-client.js';
 import { loadApp, type LoadedApp } from './runtime/app-module.js';
 import { createLogger, LOG_FORMATS } from './runtime/create-logger.js';
+import { errorPolicySchema } from './processing/processing-options.js';
 import { createRuntime, type Runtime, type RuntimeConfig } from './runtime/runtime.js';
 import type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { installShutdownHooks } from './runtime/shutdown-hooks.js';
@@ -86,6 +87,10 @@ export const envSchema = z.object({
   IQGATE_LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
   IQGATE_KAFKA_CLIENT: z.enum(KAFKA_CLIENTS).optional(),
   IQGATE_LEAVE_GROUP_ON_STOP: z.enum(['true', 'false']).optional(),
+  // What a record that cannot be read (deserialization) or processed (a processor threw) does.
+  IQGATE_DESERIALIZATION_ERRORS: errorPolicySchema.optional(),
+  IQGATE_PROCESSING_ERRORS: errorPolicySchema.optional(),
+  IQGATE_DEAD_LETTER_TOPIC: z.string().min(1).optional(),
   // How the Kafka clients reach the brokers (src/kafka-security-env.ts reads the files).
   KAFKA_SECURITY_PROTOCOL: z.string().regex(/^(plaintext|ssl|sasl_plaintext|sasl_ssl)$/i, 'PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL').optional(),
   KAFKA_SASL_MECHANISM: z.string().regex(/^(plain|scram-sha-256|scram-sha-512)$/i, 'PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (OAUTHBEARER: embedded, with a token callback)').optional(),
@@ -174,6 +179,9 @@ export async function main(): Promise<void> {
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
       ...(env.IQGATE_LEAVE_GROUP_ON_STOP === undefined ? {} : { leaveGroupOnStop: env.IQGATE_LEAVE_GROUP_ON_STOP === 'true' }),
       ...(kafkaSecurity === undefined ? {} : { kafkaSecurity }),
+      ...(env.IQGATE_DESERIALIZATION_ERRORS === undefined ? {} : { deserializationErrors: env.IQGATE_DESERIALIZATION_ERRORS }),
+      ...(env.IQGATE_PROCESSING_ERRORS === undefined ? {} : { processingErrors: env.IQGATE_PROCESSING_ERRORS }),
+      ...(env.IQGATE_DEAD_LETTER_TOPIC === undefined ? {} : { deadLetterTopic: env.IQGATE_DEAD_LETTER_TOPIC }),
     };
     // The gateway's modules (graphql-yoga and friends, ~600 files) load while the runtime opens
     // its state directory and joins its group, not before (bench:restart; an application module
@@ -205,7 +213,7 @@ export async function main(): Promise<void> {
 }
 
 /** What the environment decides, for the demo and for IQGATE_APP alike. */
-type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop' | 'kafkaSecurity'> & Pick<RuntimeConfig, 'logger'> & {
+type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop' | 'kafkaSecurity' | 'deserializationErrors' | 'processingErrors' | 'deadLetterTopic'> & Pick<RuntimeConfig, 'logger'> & {
   readonly brokers: string[];
   readonly applicationId: string;
   readonly stateDir: string;

@@ -46,6 +46,12 @@ describe('parseCommandLine', () => {
     });
     expect(parseCommandLine([])).toEqual({ kind: 'start', env: {} });
     expect(parseCommandLine(['--log-level', 'debug'])).toEqual({ kind: 'start', env: { IQGATE_LOG_LEVEL: 'debug' } });
+    // The record-error policies and Kafka's security, by flag as by variable, validated alike.
+    const { env } = parseCommandLine(['--processing-errors', 'dead-letter', '--deserialization-errors=skip', '--kafka-security-protocol', 'sasl_ssl']) as { env: Record<string, string> };
+    expect(env).toEqual({ IQGATE_PROCESSING_ERRORS: 'dead-letter', IQGATE_DESERIALIZATION_ERRORS: 'skip', KAFKA_SECURITY_PROTOCOL: 'sasl_ssl' });
+    expect(envSchema.parse(env)).toMatchObject({ IQGATE_PROCESSING_ERRORS: 'dead-letter', IQGATE_DESERIALIZATION_ERRORS: 'skip' });
+    expect(envSchema.safeParse({ IQGATE_PROCESSING_ERRORS: 'ignore' }).success).toBe(false);
+    expect(envSchema.safeParse({ KAFKA_SECURITY_PROTOCOL: 'tls' }).success).toBe(false);
   });
 
   it('knows help, version and the broker commands', () => {
