@@ -77,6 +77,16 @@ export class KafkaAdmin implements AdminPort {
     }
   }
 
+  /** DeleteRecords: each partition's records before its offset. */
+  async deleteRecordsBefore(topic: string, offsets: ReadonlyMap<number, number>): Promise<void> {
+    const admin = await this.ready();
+    try {
+      await admin.deleteTopicRecords({ topic, partitions: [...offsets].map(([partition, offset]) => ({ partition, offset: String(offset) })) });
+    } catch (error) {
+      throw toIqgateError(error, `delete records of ${topic}`);
+    }
+  }
+
   /**
    * Input and output topics (e.g. the demo's): created with `spec.partitions` when missing; one
    * that exists is used as it is, whatever its partition count — the runtime sizes its tasks,
@@ -106,7 +116,10 @@ export class KafkaAdmin implements AdminPort {
         topics: missing.map((s) => ({
           topic: s.topic,
           numPartitions: s.partitions,
-          configEntries: s.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
+          configEntries: [
+            ...(s.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
+            ...(s.purgedByApplication === true ? [{ name: 'retention.ms', value: '-1' }] : []),
+          ],
         })),
       });
       await this.waitUntilServable(admin, missing.map((s) => s.topic));

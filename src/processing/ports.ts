@@ -224,6 +224,11 @@ export interface TopicSpec {
   readonly topic: string;
   readonly partitions: number;
   readonly compacted: boolean;
+  /**
+   * Created with unlimited retention (retention.ms -1): its records stay until the application
+   * deletes them once committed (repartition topics: runtime/repartition-purger.ts).
+   */
+  readonly purgedByApplication?: boolean;
 }
 
 export interface AdminPort {
@@ -249,6 +254,8 @@ export interface AdminPort {
    * holds the partition's stable end back.
    */
   highWatermarks(topic: string): Promise<Map<number, number>>;
+  /** Deletes the records of each partition before its offset (Kafka's DeleteRecords); absent where the adapter cannot. */
+  deleteRecordsBefore?(topic: string, offsets: ReadonlyMap<number, number>): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -44,7 +44,7 @@ export async function prepareTopics({ admin, topology, options, groups, partitio
       const upstream = (writer ? groups[writer.id] ?? [] : []).map((t) => counts.get(t));
       if (upstream.length > 0 && upstream.every((c) => c !== undefined)) {
         counts.set(topic, Math.max(...(upstream as number[])));
-        specs.push({ topic, partitions: counts.get(topic) ?? 1, compacted: false });
+        specs.push({ topic, partitions: counts.get(topic) ?? 1, compacted: false, purgedByApplication: true });
         partitionsOfRepartition?.set(topic, counts.get(topic) ?? 1);
       }
     }

@@ -74,6 +74,11 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
    */
   stopTimeoutMs: z.number().int().positive().default(20_000),
   /**
+   * How often committed repartition records are deleted (Kafka Streams'
+   * repartition.purge.interval.ms): runtime/repartition-purger.ts. Default 30 s.
+   */
+  repartitionPurgeIntervalMs: z.number().int().positive().default(30_000),
+  /**
    * Whether stop() takes this instance out of its consumer group at once. It matters under
    * static membership (librdkafka with a state directory), whose members keep their place
    * until their session times out: false (the default, as Kafka Streams' close()) lets a restart

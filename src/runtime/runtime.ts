@@ -31,6 +31,8 @@ import { ProcessingMetrics, type ProcessingMetricsSnapshot } from './processing-
 import { RuntimeMonitor } from './runtime-monitor.js';
 import { advertisedUrlSchema, parseRuntimeOptions, type RuntimeOptions, type RuntimeOptionsInput } from './runtime-options.js';
 import { QueryShare } from './query-share.js';
+import { ownedRepartitionPartitions } from './owned-partitions.js';
+import { RepartitionPurger } from './repartition-purger.js';
 import { StartupRetry } from './startup-retry.js';
 import { StoreLocator, type LocalStore, type TaskOwner } from './store-locator.js';
 import { performance } from 'node:perf_hooks';
@@ -125,6 +127,7 @@ export class Runtime {
    */
   readonly startupTimings: StartupTimings = { processStart: Math.round(performance.timeOrigin) };
   private startupWatch: NodeJS.Timeout | null = null;
+  private purger: RepartitionPurger | null = null;
 
   constructor(private readonly config: RuntimeConfig) {
     this.options = parseRuntimeOptions(config);
@@ -267,6 +270,17 @@ export class Runtime {
       });
       await this.consumerRun;
       timings.consumerRunning = Date.now();
+      // Repartition records, once committed past, are deleted (repartition-purger.ts).
+      if (this.partitionsOfRepartition.size > 0) {
+        this.purger = new RepartitionPurger({
+          admin: ports.admin,
+          groupId: o.applicationId,
+          intervalMs: o.repartitionPurgeIntervalMs,
+          owned: () => ownedRepartitionPartitions(manager.localTasks(), groups, this.partitionsOfRepartition),
+          logger: this.logger,
+        });
+        this.purger.start();
+      }
       this.transition('RUNNING');
       this.logger.info({ topics: groups.flat() }, 'runtime running');
     } catch (error) {
@@ -381,6 +395,8 @@ export class Runtime {
   }
 
   private async release(): Promise<void> {
+    await this.purger?.stop();
+    this.purger = null;
     this.monitor.recent.stop();
     if (this.startupWatch !== null) clearInterval(this.startupWatch);
     this.startupWatch = null;

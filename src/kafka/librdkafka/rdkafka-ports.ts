@@ -65,6 +65,7 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     endOffsets: (topic) => serial(() => kafkaAdmin.endOffsets(topic)),
     // Its own Cluster, metadata and queue (KafkaAdmin): nothing to share the chain with.
     highWatermarks: (topic) => kafkaAdmin.highWatermarks(topic),
+    deleteRecordsBefore: (topic, offsets) => serial(() => kafkaAdmin.deleteRecordsBefore(topic, offsets)),
     close: () => kafkaAdmin.close(),
     async committedOffsets(groupId, topic, partitions) {
       // Before the consumer runs (nothing of this instance can be in a transaction yet), or for
