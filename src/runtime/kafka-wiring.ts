@@ -4,6 +4,7 @@
  * where runtime options meet a Kafka client's configuration.
  */
 import type { Logger } from 'pino';
+import { IqgateError } from '../errors.js';
 import { createRdkafkaPorts } from '../kafka/librdkafka/rdkafka-ports.js';
 import { createKafkaPorts } from '../kafka/kafka-ports.js';
 import { describeKafkaSecurity } from '../kafka/kafka-security.js';
@@ -41,6 +42,9 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
     rebalanceTimeoutMs: o.rebalanceTimeoutMs,
     maxWaitTimeMs: o.maxWaitTimeMs,
   };
+  if (o.clientProperties !== undefined && selected.client !== 'librdkafka') {
+    throw new IqgateError('INVALID_CONFIG', `clientProperties are librdkafka properties, and the Kafka client is ${selected.client} (${selected.reason})`);
+  }
   if (selected.client === 'librdkafka') {
     const instanceId = instanceIdFor(o.stateDir);
     if (o.stateDir !== undefined) {
@@ -50,6 +54,7 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
       brokers: o.brokers,
       clientId: o.clientId,
       ...security,
+      ...(o.clientProperties === undefined ? {} : { clientProperties: o.clientProperties }),
       logLevel: o.kafkaLogLevel,
       log,
       transactionTimeoutMs: o.transactionTimeoutMs ?? 10_000,

@@ -97,14 +97,33 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
   kafkaClient: z.enum(KAFKA_CLIENTS).default(() => kafkaClientFromEnv()),
   kafkaLogLevel: z.enum(['nothing', 'error', 'warn', 'info', 'debug']).default('error'),
   logLevel: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
-}).refine((o) => o.heartbeatIntervalMs < o.sessionTimeoutMs, { message: 'heartbeatIntervalMs must be below sessionTimeoutMs', path: ['heartbeatIntervalMs'] });
+  /**
+   * librdkafka client properties passed through, as Kafka Streams passes `consumer.`, `producer.`
+   * and `admin.` prefixed ones: `{ consumer: { 'fetch.min.bytes': 1 }, producer: { 'linger.ms': 10 } }`,
+   * applied over iqgate's own settings (so a property iqgate relies on can be overridden: at your
+   * own risk). kafkajs takes no properties: INVALID_CONFIG with kafkaClient kafkajs.
+   */
+  clientProperties: z.strictObject({
+    consumer: z.record(z.union([z.string(), z.number(), z.boolean()])).optional(),
+    producer: z.record(z.union([z.string(), z.number(), z.boolean()])).optional(),
+  }).optional(),
+}).strict().refine((o) => o.heartbeatIntervalMs < o.sessionTimeoutMs, { message: 'heartbeatIntervalMs must be below sessionTimeoutMs', path: ['heartbeatIntervalMs'] });
 
 export type RuntimeOptionsInput = z.input<typeof runtimeOptionsSchema>;
+
+/** RuntimeConfig's keys that are not options (runtime.ts). */
+const CONFIG_KEYS = new Set(['topology', 'storeEngine', 'logger', 'ports']);
 type Parsed = z.output<typeof runtimeOptionsSchema>;
 export type RuntimeOptions = Omit<Parsed, keyof ProcessingOptions> & ProcessingOptions & { readonly clientId: string };
 
+/**
+ * Validated options; an unknown key is INVALID_CONFIG naming it (a misspelt option must not be
+ * silently ignored). `input` may carry the runtime config's own keys (topology, logger, ...),
+ * which are not options.
+ */
 export function parseRuntimeOptions(input: RuntimeOptionsInput): RuntimeOptions {
-  const parsed = runtimeOptionsSchema.safeParse(input);
+  const options = Object.fromEntries(Object.entries(input).filter(([key]) => !CONFIG_KEYS.has(key)));
+  const parsed = runtimeOptionsSchema.safeParse(options);
   if (!parsed.success) {
     throw new IqgateError('INVALID_CONFIG', `invalid runtime options: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, { cause: parsed.error });
   }

@@ -41,6 +41,8 @@ export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   readonly clientId: string;
   /** TLS and SASL (../kafka-security.ts); default plaintext. */
   readonly security?: KafkaSecurity;
+  /** librdkafka properties over iqgate's own (the runtime's clientProperties.consumer). */
+  readonly properties?: Readonly<Record<string, string | number | boolean>>;
   /** group.instance.id (static membership); absent: a dynamic member. */
   readonly groupInstanceId?: string;
   /**
@@ -127,6 +129,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       'fetch.max.bytes': options.maxBytes ?? 52_428_800,
       'allow.auto.create.topics': false,
       rebalance_cb: (err: LibrdKafkaError, assignment: RdTopicPartition[]) => this.onRebalance(err, assignment),
+      ...options.properties,
     }, { 'auto.offset.reset': 'earliest' });
     this.consumer.setDefaultConsumeTimeout(options.maxWaitTimeMs ?? 200);
     // Wait up to that long for the first record only, then take what is ready: otherwise

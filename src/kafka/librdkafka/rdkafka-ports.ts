@@ -22,6 +22,8 @@ export interface RdkafkaPortsOptions extends KafkaClientOptions {
   /** The instance's transactional id (exactly-once v2). */
   readonly transactionalId: string;
   readonly transactionTimeoutMs?: number;
+  /** librdkafka properties passed through to the consumer and the producer. */
+  readonly clientProperties?: { readonly consumer?: Readonly<Record<string, string | number | boolean>> | undefined; readonly producer?: Readonly<Record<string, string | number | boolean>> | undefined };
 }
 
 export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptions): KafkaPorts {
@@ -31,6 +33,7 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     brokers: options.brokers,
     clientId: options.clientId,
     ...(options.security === undefined ? {} : { security: options.security }),
+    ...(options.clientProperties?.consumer === undefined ? {} : { properties: options.clientProperties.consumer }),
     removeStaticMember: (instanceId) => removeStaticMember(kafka, options.clientId, options.consumer.groupId, instanceId),
     ...(options.log === undefined ? {} : { log: options.log }),
   });
@@ -38,6 +41,7 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     brokers: options.brokers,
     clientId: `${options.clientId}-producer`,
     ...(options.security === undefined ? {} : { security: options.security }),
+    ...(options.clientProperties?.producer === undefined ? {} : { properties: options.clientProperties.producer }),
     transactionalId: options.transactionalId,
     ...(options.transactionTimeoutMs === undefined ? {} : { transactionTimeoutMs: options.transactionTimeoutMs }),
     consumer: () => consumer.native(),

@@ -25,6 +25,8 @@ export interface RdkafkaStreamProducerOptions {
   readonly clientId: string;
   /** TLS and SASL (../kafka-security.ts); default plaintext. */
   readonly security?: KafkaSecurity;
+  /** librdkafka properties over iqgate's own (the runtime's clientProperties.producer). */
+  readonly properties?: Readonly<Record<string, string | number | boolean>>;
   readonly transactionalId: string;
   /** transaction.timeout.ms; default 60 s, as kafkajs'. */
   readonly transactionTimeoutMs?: number;
@@ -231,6 +233,7 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
       // Java's default partitioner for keyed records (murmur2), which query routing computes too.
       partitioner: 'murmur2_random',
       dr_cb: false,
+      ...this.options.properties,
     });
     producer.on('event.error', (err) => this.options.log?.debug({ err, transactionalId: this.transactionalId }, 'librdkafka producer error (retried by librdkafka)'));
     this.producer = producer;
