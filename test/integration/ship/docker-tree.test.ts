@@ -57,6 +57,11 @@ describe('the Docker image', () => {
     expect(tree.volumes).toContain(tree.env.IQGATE_STATE_DIR);
     expect(tree.cmd[0]).toBe('node');
     expect(tree.healthcheck?.join(' ')).toContain('/ready');
+    // The native Kafka client came from the build stage, and loads here without build tools.
+    expect(existsSync(join(tree.dir, 'node_modules/@confluentinc/kafka-javascript/build/Release/confluent-kafka-javascript.node'))).toBe(true);
+    const load = spawnSync(process.execPath, ['-e', "console.log(require('@confluentinc/kafka-javascript').librdkafkaVersion)"], { cwd: tree.dir, encoding: 'utf8' });
+    expect(load.status, load.stderr).toBe(0);
+    expect(load.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 
   it('builds and runs on Node 24 LTS, no end-of-life base', () => {
@@ -116,6 +121,9 @@ describe('the Docker image', () => {
       const { get } = await postGraphQL<{ get: { value: string | null } }>(url, '{ get(store: "word-counts", key: "kafka", readCommitted: false) { value } }', {}, { authorization: `Bearer ${apiKey}` });
       return Number(get.value ?? 0) > 0;
     }, 60_000, 250);
+    // On librdkafka: the image's native client, not the kafkajs fallback.
+    const { instance } = await postGraphQL<{ instance: { kafkaClient: string } }>(url, '{ instance { kafkaClient } }', {}, { authorization: `Bearer ${apiKey}` });
+    expect(instance.kafkaClient).toBe('librdkafka');
 
     const exited = new Promise<number | null>((done) => server!.once('exit', (code) => done(code)));
     server.kill('SIGTERM');

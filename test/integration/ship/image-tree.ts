@@ -190,6 +190,15 @@ export function buildImageTree(options: ImageTreeOptions): ImageTree {
             stoodInFor.push(`line ${line}: ${step} → linked the repository's node_modules`);
           } else if (/^(mkdir -p|chown \S+) \/var\/lib\/iqgate$/.test(step)) {
             stoodInFor.push(`line ${line}: ${step} → the volume is a temporary directory`);
+          } else if (/^apt-get (update|install)\b/.test(step)) {
+            // Debian packages: this machine must have them (the image's base is Debian too).
+            const packages = step.startsWith('apt-get install') ? step.split(/\s+/).slice(2).filter((word) => !word.startsWith('-')) : [];
+            for (const name of packages) {
+              if (spawnSync('dpkg', ['-s', name], { stdio: 'ignore' }).status !== 0) throw new Error(`line ${line}: RUN ${step}: ${name} is not installed on this machine`);
+            }
+            stoodInFor.push(`line ${line}: ${step} → ${packages.length === 0 ? 'skipped' : `checked installed here: ${packages.join(' ')}`}`);
+          } else if (/^rm -rf \/var\/lib\/apt\/lists\/\*$/.test(step)) {
+            stoodInFor.push(`line ${line}: ${step} → skipped`);
           } else if (/^npm cache clean\b/.test(step)) {
             stoodInFor.push(`line ${line}: ${step} → skipped (this machine's cache)`);
           } else if (/^npm (ci|run build)\b/.test(step)) {
