@@ -1,6 +1,9 @@
 /**
- * Learns which member hosts which input partition, with the URL each member advertises in its
- * MemberMetadata userData (task-assigner.ts) — iqgate's `application.server` metadata.
+ * Learns which member hosts which input partition, with the URL each member advertises —
+ * iqgate's `application.server` metadata: on kafkajs in its MemberMetadata userData
+ * (task-assigner.ts, iqgate's own assignor); on librdkafka, whose built-in assignors own the
+ * userData and take none from JavaScript, in the consumer's client id (`advertisingClientId`),
+ * which the group's description returns for every member too.
  *
  * kafkajs hands a member only its own assignment (GROUP_JOIN) and drops the assignment
  * userData (docs/kafkajs-notes.md §3), so after each join every member asks the coordinator with
@@ -29,11 +32,26 @@ export interface PartitionOwnerTrackerOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-/** Every partition of every Stable member that advertises a URL. */
+const URL_MARK = ' iqgate-url=';
+
+/** The client id of a librdkafka consumer that advertises `url` (read back by urlOfClientId). */
+export function advertisingClientId(clientId: string, url: string): string {
+  return `${clientId}${URL_MARK}${url}`;
+}
+
+/** The URL a member's client id advertises, if it is an http(s) URL. */
+export function urlOfClientId(clientId: string): string | undefined {
+  const at = clientId.lastIndexOf(URL_MARK);
+  if (at < 0) return undefined;
+  const url = clientId.slice(at + URL_MARK.length);
+  return /^https?:\/\/\S+$/.test(url) ? url : undefined;
+}
+
+/** Every partition of every Stable member that advertises a URL (in its userData or its client id). */
 export function decodePartitionOwners(group: GroupDescription): PartitionOwner[] {
   const owners: PartitionOwner[] = [];
   for (const member of group.members) {
-    const { url } = decodeMemberInfo(safeDecode(() => AssignerProtocol.MemberMetadata.decode(member.memberMetadata))?.userData);
+    const url = decodeMemberInfo(safeDecode(() => AssignerProtocol.MemberMetadata.decode(member.memberMetadata))?.userData).url ?? urlOfClientId(member.clientId);
     if (url === undefined) continue;
     const assignment = safeDecode(() => AssignerProtocol.MemberAssignment.decode(member.memberAssignment))?.assignment ?? {};
     for (const [topic, partitions] of Object.entries(assignment)) {

@@ -5,9 +5,10 @@
  * silent fallback. The caller logs `reason` once at start-up.
  *
  * What only the kafkajs adapter has, for now: iqgate's own partition assignor, which keeps the
- * source partitions of a multi-topic sub-topology together on one member and carries each
- * member's advertised URL for query routing. librdkafka's assignors are built in (cooperative-
- * sticky here) and take no user data from JavaScript.
+ * source partitions of a multi-topic sub-topology together on one member. librdkafka's
+ * assignors are built in (cooperative-sticky here) and take no user data from JavaScript. Query
+ * routing runs on both: librdkafka members advertise their URL in their client id instead
+ * (partition-owner-tracker.ts).
  */
 import { IqgateError } from '../errors.js';
 import { loadLibrdkafka, nativeRemedy, type RdkafkaModule } from './librdkafka/native.js';
@@ -22,16 +23,14 @@ export type SelectedKafkaClient =
   | { readonly client: 'kafkajs'; readonly reason: string };
 
 export interface KafkaClientNeeds {
-  /** advertisedUrl is set: members must carry their URL in the group metadata. */
+  /** advertisedUrl is set (both adapters route; kept for the reason text and for callers). */
   readonly routing: boolean;
   /** Some sub-topology reads several source topics that must be co-assigned. */
   readonly coPartitioned: boolean;
 }
 
 export function selectKafkaClient(choice: KafkaClientChoice, needs: KafkaClientNeeds, load = loadLibrdkafka): SelectedKafkaClient {
-  const unsupported = needs.routing
-    ? 'query routing (advertisedUrl) needs the group metadata of iqgate\'s own assignor'
-    : needs.coPartitioned ? 'a sub-topology with several source topics needs iqgate\'s co-partitioning assignor' : null;
+  const unsupported = needs.coPartitioned ? 'a sub-topology with several source topics needs iqgate\'s co-partitioning assignor' : null;
   if (choice === 'kafkajs') return { client: 'kafkajs', reason: 'kafkaClient is kafkajs' };
   if (choice === 'librdkafka') {
     if (unsupported !== null) throw new IqgateError('INVALID_CONFIG', `kafkaClient librdkafka: ${unsupported}, which only the kafkajs adapter has; use kafkaClient kafkajs (or auto)`);

@@ -61,7 +61,14 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
       transactionalId: `${o.applicationId}-${instanceId}`,
       // Static membership only where the id survives a restart (a state directory): a fresh
       // id per start would leave a crashed member holding its partitions until its session ends.
-      consumer: { ...group, ...(o.stateDir === undefined ? {} : { groupInstanceId: `${o.applicationId}-${instanceId}` }) },
+      consumer: {
+        ...group,
+        ...(o.stateDir === undefined ? {} : { groupInstanceId: `${o.applicationId}-${instanceId}` }),
+        ...(advertisedUrl === undefined ? {} : {
+          advertisedUrl,
+          onOwnersError: (error: unknown) => logger.warn({ err: error }, 'learning the partition owners (describeGroup) failed; routing tries again shortly'),
+        }),
+      },
     });
   }
   return createKafkaPorts({

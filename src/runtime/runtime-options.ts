@@ -91,8 +91,9 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
    * The Kafka client under the ports: `librdkafka` (@confluentinc/kafka-javascript, native;
    * exactly-once v2 with one transaction per instance, cooperative rebalancing, static
    * membership), `kafkajs` (pure JavaScript; a transaction per task), or `auto`: librdkafka
-   * when its native module loads and the application needs nothing only kafkajs has (routing,
-   * co-partitioned sub-topologies), else kafkajs. Default: env IQGATE_KAFKA_CLIENT, else auto.
+   * when its native module loads and the application needs nothing only kafkajs has
+   * (co-partitioned sub-topologies; routing runs on both), else kafkajs. Default: env
+   * IQGATE_KAFKA_CLIENT, else auto.
    */
   kafkaClient: z.enum(KAFKA_CLIENTS).default(() => kafkaClientFromEnv()),
   kafkaLogLevel: z.enum(['nothing', 'error', 'warn', 'info', 'debug']).default('error'),

@@ -29,7 +29,10 @@
 import type { KafkaConsumer, LibrdKafkaError, Message, TopicPartition as RdTopicPartition } from '@confluentinc/kafka-javascript';
 import type { ConsumerHandlers, ConsumerStopOptions, GroupConsumerPort, Headers, InputRecord, TopicPartition, TopicPartitionOffset } from '../../processing/ports.js';
 import type { GroupSettings } from '../group-settings.js';
+import type { GroupDescription } from 'kafkajs';
+import type { PartitionOwner } from '../../processing/ports.js';
 import type { KafkaLogSink } from '../kafka-client.js';
+import { advertisingClientId, PartitionOwnerTracker } from '../partition-owner-tracker.js';
 import { rdkafkaSecurity, type KafkaSecurity } from '../kafka-security.js';
 import type { RdkafkaModule } from './native.js';
 import { fromRdkafkaError } from './rdkafka-errors.js';
@@ -53,7 +56,18 @@ export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   /** Records per consume() call (default 500: turning them into JavaScript objects is one synchronous stretch). */
   readonly batchSize?: number;
   readonly log?: KafkaLogSink;
+  /**
+   * This instance's GraphQL URL for query routing: advertised in the consumer's client id
+   * (../partition-owner-tracker.ts), and every member's partitions and URL learnt back through
+   * `describeGroup` after each rebalance and every OWNERS_REFRESH_MS.
+   */
+  readonly advertisedUrl?: string;
+  readonly describeGroup?: () => Promise<GroupDescription>;
+  readonly onOwnersError?: (error: unknown) => void;
 }
+
+/** A member whose assignment did not change gets no rebalance callback: refresh the map this often too. */
+const OWNERS_REFRESH_MS = 5_000;
 
 /** Methods the package has (lib/kafka-consumer.js) but its type declarations lack. */
 interface CooperativeConsumer {
@@ -107,13 +121,19 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   private readonly seekGates = new Map<string, { readonly tp: TopicPartition; readonly gate: number }>();
   /** The last error reported through onReconnecting, cleared once records flow again. */
   private reconnecting = false;
+  /** Who hosts what, with advertisedUrl (routing); null without. */
+  private readonly owners: PartitionOwnerTracker | null = null;
+  private ownersTimer: NodeJS.Timeout | null = null;
   private loopDone: Promise<void> = Promise.resolve();
 
   constructor(rd: RdkafkaModule, private readonly options: RdkafkaGroupConsumerOptions) {
     this.staticMember = options.groupInstanceId !== undefined;
+    if (options.advertisedUrl !== undefined && options.describeGroup !== undefined) {
+      this.owners = new PartitionOwnerTracker({ describe: options.describeGroup, ...(options.onOwnersError === undefined ? {} : { onError: options.onOwnersError }) });
+    }
     this.consumer = new rd.KafkaConsumer({
       'bootstrap.servers': options.brokers.join(','),
-      'client.id': options.clientId,
+      'client.id': options.advertisedUrl === undefined ? options.clientId : advertisingClientId(options.clientId, options.advertisedUrl),
       ...rdkafkaSecurity(options.security),
       'group.id': options.groupId,
       ...(options.groupInstanceId === undefined ? {} : { 'group.instance.id': options.groupInstanceId }),
@@ -147,6 +167,11 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
 
   async run(handlers: ConsumerHandlers): Promise<void> {
     this.handlers = handlers;
+    if (this.owners !== null) {
+      const owners = this.owners;
+      this.ownersTimer = setInterval(() => owners.refresh(), OWNERS_REFRESH_MS);
+      this.ownersTimer.unref();
+    }
     const context = `consumer of group ${this.options.groupId}`;
     await new Promise<void>((resolve, reject) => {
       // allTopics false: connect() fetches metadata to check the connection, by default of every
@@ -237,7 +262,14 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     if (resume.length > 0) this.nativeResume(resume);
   }
 
+  /** Every member's partitions and URL, for routing (empty without advertisedUrl). */
+  partitionOwners(): readonly PartitionOwner[] {
+    return this.owners?.current() ?? [];
+  }
+
   private onRebalance(err: LibrdKafkaError, assignment: RdTopicPartition[]): void {
+    // The group's map changes with any rebalance: learn it again, in the background.
+    if (!this.stopping) this.owners?.refresh();
     const partitions = assignment.map((tp) => ({ topic: tp.topic, partition: tp.partition }));
     // What flows now: an assignment adds none of it, a revocation may take some of it away.
     const flowing = this.flowing();
@@ -465,6 +497,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   private async close(options: ConsumerStopOptions): Promise<void> {
     this.stopping = true;
     this.running = false;
+    if (this.ownersTimer !== null) clearInterval(this.ownersTimer);
+    this.owners?.stop();
     await this.loopDone;
     await new Promise<void>((resolve) => {
       if (!this.consumer.isConnected()) {

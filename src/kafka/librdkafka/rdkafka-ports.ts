@@ -7,6 +7,7 @@
  * transactional offset commit still in flight makes the broker answer "unstable, retry" instead
  * of the previous offset, which would make a new owner re-process what the old one committed.
  */
+import type { GroupDescription } from 'kafkajs';
 import type { AdminPort, KafkaPorts } from '../../processing/ports.js';
 import { KafkaChangelogReader } from '../changelog-reader.js';
 import { createKafka, type KafkaClientOptions } from '../kafka-client.js';
@@ -28,6 +29,16 @@ export interface RdkafkaPortsOptions extends KafkaClientOptions {
 
 export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptions): KafkaPorts {
   const kafka = createKafka(options);
+  // Routing: the group's description (every member's client id, which carries its URL, and its
+  // assignment), through a kafkajs admin client of its own, connected on first use.
+  const describer = options.consumer.advertisedUrl === undefined ? undefined : kafka.admin();
+  let describerReady: Promise<void> | undefined;
+  const describeGroup = async (): Promise<GroupDescription> => {
+    describerReady ??= describer!.connect();
+    await describerReady;
+    const { groups } = await describer!.describeGroups([options.consumer.groupId]);
+    return groups[0]!;
+  };
   const consumer = new RdkafkaGroupConsumer(rd, {
     ...options.consumer,
     brokers: options.brokers,
@@ -35,6 +46,7 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     ...(options.security === undefined ? {} : { security: options.security }),
     ...(options.clientProperties?.consumer === undefined ? {} : { properties: options.clientProperties.consumer }),
     removeStaticMember: (instanceId) => removeStaticMember(kafka, options.clientId, options.consumer.groupId, instanceId),
+    ...(describer === undefined ? {} : { describeGroup }),
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   const streamProducer = new RdkafkaStreamProducer(rd, {
@@ -101,7 +113,7 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     admin,
     changelogReader,
     close: async () => {
-      await Promise.allSettled([consumer.stop(), streamProducer.close(), producers.close(), kafkaAdmin.close(), changelogReader.close()]);
+      await Promise.allSettled([consumer.stop(), streamProducer.close(), producers.close(), kafkaAdmin.close(), changelogReader.close(), ...(describerReady === undefined ? [] : [describer!.disconnect()])]);
     },
   };
 }

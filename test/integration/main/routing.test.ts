@@ -54,7 +54,9 @@ async function rangeAll(url: string): Promise<RangePage['edges']> {
   throw new Error('more than 20 pages');
 }
 
-describe('routing queries between two instances of one application', () => {
+// On each client: librdkafka members advertise their URL in their client id, kafkajs members in
+// their assignor's metadata; both read the group's description back.
+describe.each(['librdkafka', 'kafkajs'] as const)('routing queries between two instances of one application on %s', (kafkaClient) => {
   it('answers every key and pages every range on either instance once both own partitions', async () => {
     const topic = uniqueName('items');
     const applicationId = uniqueName('routing');
@@ -84,6 +86,7 @@ describe('routing queries between two instances of one application', () => {
         logLevel: 'silent',
         sessionTimeoutMs: 10_000,
         heartbeatIntervalMs: 500,
+        kafkaClient,
       });
       // Serve first (port 0), then advertise the URL it got, then start: the group learns it at the first join.
       const server = await serve(runtime, { port: 0, logging: false });
@@ -96,6 +99,7 @@ describe('routing queries between two instances of one application', () => {
     // join then rebalances the group, and both learn the new owners.
     const [first, second] = instances as [(typeof instances)[0], (typeof instances)[0]];
     await first.runtime.start();
+    expect(first.runtime.monitor.kafkaClient()).toBe(kafkaClient);
     await waitFor(() => first.runtime.localTasks().length === 4 && first.runtime.partitionOwners().length === 4, 60_000, 100);
     expect(new Set(first.runtime.partitionOwners().map((o) => o.url))).toEqual(new Set([first.server.url]));
     await second.runtime.start();

@@ -2,7 +2,7 @@
 import '../../../src/kafka/kafkajs-patches.js';
 import { describe, expect, it } from 'vitest';
 import { AssignerProtocol, type GroupDescription } from 'kafkajs';
-import { decodePartitionOwners, PartitionOwnerTracker } from '../../../src/kafka/partition-owner-tracker.js';
+import { advertisingClientId, decodePartitionOwners, PartitionOwnerTracker, urlOfClientId } from '../../../src/kafka/partition-owner-tracker.js';
 import { decodeMemberInfo, encodeMemberInfo } from '../../../src/kafka/task-assigner.js';
 
 function member(memberId: string, url: string | undefined, assignment: Record<string, number[]>) {
@@ -32,6 +32,18 @@ describe('partition owners from the group description', () => {
     expect(owners).toEqual([
       { topic: 't', partition: 0, url: 'http://a/graphql' },
       { topic: 't', partition: 2, url: 'http://a/graphql' },
+    ]);
+  });
+
+  it('reads a librdkafka member\'s URL from its client id, which its own assignor\'s userData cannot carry', () => {
+    const clientId = advertisingClientId('app-1', 'https://10.0.0.5:4000/graphql');
+    expect(urlOfClientId(clientId)).toBe('https://10.0.0.5:4000/graphql');
+    expect(urlOfClientId('app-1')).toBeUndefined();
+    expect(urlOfClientId('app iqgate-url=file:///etc/passwd')).toBeUndefined(); // http(s) only
+    const rd = { ...member('r', undefined, { t: [1, 3] }), clientId, memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics: ['t'], userData: Buffer.from([0, 1, 2, 255]) }) };
+    expect(decodePartitionOwners(group('Stable', [rd]))).toEqual([
+      { topic: 't', partition: 1, url: 'https://10.0.0.5:4000/graphql' },
+      { topic: 't', partition: 3, url: 'https://10.0.0.5:4000/graphql' },
     ]);
   });
 

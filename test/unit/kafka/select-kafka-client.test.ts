@@ -42,16 +42,17 @@ describe('choosing the Kafka client', () => {
     expect(describeLibrdkafka(loads)).toBe('librdkafka 2.15.1 loads (kafkaClient auto uses it)');
   });
 
-  it('auto keeps kafkajs for query routing and co-partitioned sub-topologies, which only its assignor supports', () => {
-    expect(selectKafkaClient('auto', { routing: true, coPartitioned: false }, loads).client).toBe('kafkajs');
+  it('auto takes librdkafka for query routing too, and keeps kafkajs for co-partitioned sub-topologies, which only its assignor supports', () => {
+    expect(selectKafkaClient('auto', { routing: true, coPartitioned: false }, loads).client).toBe('librdkafka');
     expect(selectKafkaClient('auto', { routing: false, coPartitioned: true }, loads).client).toBe('kafkajs');
   });
 
-  it('an explicit librdkafka that cannot load, or cannot route, is INVALID_CONFIG, never a silent fallback', () => {
+  it('an explicit librdkafka that cannot load, or cannot co-partition, is INVALID_CONFIG, never a silent fallback', () => {
     const unloadable = thrown(() => selectKafkaClient('librdkafka', plain, fails));
     expect(isIqgateError(unloadable, 'INVALID_CONFIG')).toBe(true);
     expect(String((unloadable as Error).message)).toContain('does not load');
-    expect(isIqgateError(thrown(() => selectKafkaClient('librdkafka', { routing: true, coPartitioned: false }, loads)), 'INVALID_CONFIG')).toBe(true);
+    expect(selectKafkaClient('librdkafka', { routing: true, coPartitioned: false }, loads).client).toBe('librdkafka');
+    expect(isIqgateError(thrown(() => selectKafkaClient('librdkafka', { routing: false, coPartitioned: true }, loads)), 'INVALID_CONFIG')).toBe(true);
   });
 
   it('an explicit kafkajs never loads the native module', () => {
