@@ -4,11 +4,10 @@
  * kafkajs otherwise; an explicit choice that cannot be honoured is INVALID_CONFIG, never a
  * silent fallback. The caller logs `reason` once at start-up.
  *
- * What only the kafkajs adapter has, for now: iqgate's own partition assignor, which keeps the
- * source partitions of a multi-topic sub-topology together on one member. librdkafka's
- * assignors are built in (cooperative-sticky here) and take no user data from JavaScript. Query
- * routing runs on both: librdkafka members advertise their URL in their client id instead
- * (partition-owner-tracker.ts).
+ * Both adapters run every application: query routing (librdkafka members advertise their URL in
+ * their client id, partition-owner-tracker.ts) and co-partitioned sub-topologies (librdkafka's
+ * eager `range` assignor then, rdkafka-group-consumer.ts). What differs is how well: a
+ * co-partitioned topology on librdkafka rebalances eagerly, as kafkajs always does.
  */
 import { IqgateError } from '../errors.js';
 import { loadLibrdkafka, nativeRemedy, type RdkafkaModule } from './librdkafka/native.js';
@@ -25,25 +24,23 @@ export type SelectedKafkaClient =
 export interface KafkaClientNeeds {
   /** advertisedUrl is set (both adapters route; kept for the reason text and for callers). */
   readonly routing: boolean;
-  /** Some sub-topology reads several source topics that must be co-assigned. */
+  /** Some sub-topology reads several source topics that must be co-assigned (both adapters can). */
   readonly coPartitioned: boolean;
 }
 
 export function selectKafkaClient(choice: KafkaClientChoice, needs: KafkaClientNeeds, load = loadLibrdkafka): SelectedKafkaClient {
-  const unsupported = needs.coPartitioned ? 'a sub-topology with several source topics needs iqgate\'s co-partitioning assignor' : null;
   if (choice === 'kafkajs') return { client: 'kafkajs', reason: 'kafkaClient is kafkajs' };
+  const how = needs.coPartitioned ? '; co-partitioned sub-topologies: range assignor (eager rebalancing)' : '';
   if (choice === 'librdkafka') {
-    if (unsupported !== null) throw new IqgateError('INVALID_CONFIG', `kafkaClient librdkafka: ${unsupported}, which only the kafkajs adapter has; use kafkaClient kafkajs (or auto)`);
     const native = load();
     if (!native.ok) {
       throw new IqgateError('INVALID_CONFIG', `kafkaClient librdkafka: ${doesNotLoad(native.reason)}; or use kafkaClient kafkajs`);
     }
-    return { client: 'librdkafka', module: native.module, reason: `kafkaClient is librdkafka (librdkafka ${native.version})` };
+    return { client: 'librdkafka', module: native.module, reason: `kafkaClient is librdkafka (librdkafka ${native.version})${how}` };
   }
-  if (unsupported !== null) return { client: 'kafkajs', reason: `auto: ${unsupported}` };
   const native = load();
   if (!native.ok) return { client: 'kafkajs', reason: `auto: ${doesNotLoad(native.reason)}` };
-  return { client: 'librdkafka', module: native.module, reason: `auto: librdkafka ${native.version} loaded` };
+  return { client: 'librdkafka', module: native.module, reason: `auto: librdkafka ${native.version} loaded${how}` };
 }
 
 /** Why the native module is not used, and the command that fixes it. */

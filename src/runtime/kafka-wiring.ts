@@ -26,10 +26,8 @@ export interface KafkaWiring {
 
 export function createRuntimePorts({ options: o, topology, advertisedUrl, logger }: KafkaWiring): KafkaPorts {
   const groups = sourceTopicGroups(topology, o.applicationId);
-  const selected = selectKafkaClient(o.kafkaClient, {
-    routing: advertisedUrl !== undefined,
-    coPartitioned: planSubTopologies(topology, o.applicationId).some((plan) => plan.sourceTopics.length > 1),
-  });
+  const coPartitioned = planSubTopologies(topology, o.applicationId).some((plan) => plan.sourceTopics.length > 1);
+  const selected = selectKafkaClient(o.kafkaClient, { routing: advertisedUrl !== undefined, coPartitioned });
   // What the security settings are, never their secrets.
   logger.info({ kafkaClient: selected.client, reason: selected.reason, kafkaSecurity: describeKafkaSecurity(o.kafkaSecurity) }, `Kafka client: ${selected.client}`);
   const security = o.kafkaSecurity === undefined ? {} : { security: o.kafkaSecurity };
@@ -63,6 +61,7 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
       // id per start would leave a crashed member holding its partitions until its session ends.
       consumer: {
         ...group,
+        ...(coPartitioned ? { coPartitioned } : {}),
         ...(o.stateDir === undefined ? {} : { groupInstanceId: `${o.applicationId}-${instanceId}` }),
         ...(advertisedUrl === undefined ? {} : {
           advertisedUrl,

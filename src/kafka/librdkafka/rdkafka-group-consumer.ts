@@ -63,6 +63,13 @@ export interface RdkafkaGroupConsumerOptions extends GroupSettings {
    */
   readonly advertisedUrl?: string;
   readonly describeGroup?: () => Promise<GroupDescription>;
+  /**
+   * Some sub-topology reads several topics whose partition p must go to one member: librdkafka's
+   * `range` assignor does that for topics of equal partition counts (it lays every topic's
+   * partitions over the same sorted members), and it is eager — every partition is revoked at
+   * each rebalance, as on kafkajs. Default false: cooperative-sticky.
+   */
+  readonly coPartitioned?: boolean;
   readonly onOwnersError?: (error: unknown) => void;
 }
 
@@ -140,7 +147,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       'enable.auto.commit': false,
       'enable.auto.offset.store': false,
       'isolation.level': 'read_committed',
-      'partition.assignment.strategy': 'cooperative-sticky',
+      'partition.assignment.strategy': options.coPartitioned === true ? 'range' : 'cooperative-sticky',
       'session.timeout.ms': options.sessionTimeoutMs ?? 30_000,
       'heartbeat.interval.ms': options.heartbeatIntervalMs ?? 3_000,
       'max.poll.interval.ms': Math.max(options.rebalanceTimeoutMs ?? 60_000, (options.sessionTimeoutMs ?? 30_000) + 1),
@@ -281,7 +288,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     if (err.code === ERR_ASSIGN) {
       let pausedNatively = false;
       try {
-        (this.consumer as unknown as CooperativeConsumer).incrementalAssign(partitions);
+        if (this.options.coPartitioned === true) this.consumer.assign(partitions);
+        else (this.consumer as unknown as CooperativeConsumer).incrementalAssign(partitions);
         if (partitions.length > 0) this.consumer.pause(partitions);
         pausedNatively = true;
       } catch (error) {
@@ -310,7 +318,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
           this.neverFetched.delete(key(tp.topic, tp.partition));
         }
         try {
-          (this.consumer as unknown as CooperativeConsumer).incrementalUnassign(partitions);
+          if (this.options.coPartitioned === true) this.consumer.unassign();
+          else (this.consumer as unknown as CooperativeConsumer).incrementalUnassign(partitions);
         } catch (error) {
           this.options.log?.debug({ err: error }, 'librdkafka: incremental unassign failed (closing)');
           return;

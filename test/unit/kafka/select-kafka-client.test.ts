@@ -42,17 +42,18 @@ describe('choosing the Kafka client', () => {
     expect(describeLibrdkafka(loads)).toBe('librdkafka 2.15.1 loads (kafkaClient auto uses it)');
   });
 
-  it('auto takes librdkafka for query routing too, and keeps kafkajs for co-partitioned sub-topologies, which only its assignor supports', () => {
+  it('auto takes librdkafka for every application: routed, and co-partitioned (on its range assignor, said in the reason)', () => {
     expect(selectKafkaClient('auto', { routing: true, coPartitioned: false }, loads).client).toBe('librdkafka');
-    expect(selectKafkaClient('auto', { routing: false, coPartitioned: true }, loads).client).toBe('kafkajs');
+    const coPartitioned = selectKafkaClient('auto', { routing: false, coPartitioned: true }, loads);
+    expect(coPartitioned.client).toBe('librdkafka');
+    expect(coPartitioned.reason).toContain('range assignor');
   });
 
-  it('an explicit librdkafka that cannot load, or cannot co-partition, is INVALID_CONFIG, never a silent fallback', () => {
+  it('an explicit librdkafka that cannot load is INVALID_CONFIG, never a silent fallback; one that can runs any application', () => {
     const unloadable = thrown(() => selectKafkaClient('librdkafka', plain, fails));
     expect(isIqgateError(unloadable, 'INVALID_CONFIG')).toBe(true);
     expect(String((unloadable as Error).message)).toContain('does not load');
-    expect(selectKafkaClient('librdkafka', { routing: true, coPartitioned: false }, loads).client).toBe('librdkafka');
-    expect(isIqgateError(thrown(() => selectKafkaClient('librdkafka', { routing: false, coPartitioned: true }, loads)), 'INVALID_CONFIG')).toBe(true);
+    expect(selectKafkaClient('librdkafka', { routing: true, coPartitioned: true }, loads).client).toBe('librdkafka');
   });
 
   it('an explicit kafkajs never loads the native module', () => {
