@@ -5,6 +5,7 @@
  */
 import { IqgateError } from '../errors.js';
 import type { MetricsInterval } from '../query/instance-monitor.js';
+import { inputLag } from '../query/input-lag.js';
 import { Position } from '../store/position.js';
 import type { GatewayContext } from './gateway-context.js';
 
@@ -17,22 +18,6 @@ interface LocalPartitionParent {
   readonly storeName: string;
   readonly partition: number;
   readonly taskId: string;
-}
-
-/** Input offsets not processed yet, summed over the input topics; undefined when unknown. */
-export function inputLag(end: Position, processed: Position, partition: number): number | undefined {
-  let lag = 0;
-  for (const [topic, partitions] of Object.entries(end.toJSON())) {
-    const endOffset = partitions[String(partition)];
-    if (endOffset === undefined) continue;
-    const offset = processed.offset(topic, partition);
-    if (offset === undefined) {
-      if (endOffset > 0) return undefined;
-      continue;
-    }
-    lag += Math.max(0, endOffset - (offset + 1));
-  }
-  return lag;
 }
 
 async function partitionEnd(parent: LocalPartitionParent, context: GatewayContext): Promise<Position | null> {

@@ -1,9 +1,11 @@
 /**
  * Exposes the runtime's processing figures to Prometheus (prom-client), read at scrape time from
  * the runtime's own reservoirs: commit latency, control-queue depth and wait (the Druid lesson's
- * figures), processing slices, restored records, uncommitted bytes, task counts by state, and whether Kafka is out of reach.
+ * figures), processing slices, restored records, uncommitted bytes, task counts by state, input
+ * lag per local store partition, and whether Kafka is out of reach.
  */
 import { Gauge, type Registry } from 'prom-client';
+import { inputLag } from '../query/input-lag.js';
 import type { Runtime } from './runtime.js';
 
 export function registerProcessingMetrics(registry: Registry, runtime: Runtime, prefix = 'iqgate_'): void {
@@ -38,6 +40,27 @@ export function registerProcessingMetrics(registry: Registry, runtime: Runtime, 
     collect() {
       this.reset();
       for (const task of runtime.localTasks()) this.inc({ state: task.state });
+    },
+  }));
+  // Consumer lag as Kafka Streams' users watch it, per local store partition: input records not
+  // processed yet, summed over the partition's input topics (the ends are read at most once a
+  // second per topic, runtime-monitor.ts). A partition whose ends cannot be read now is left out.
+  registry.registerMetric(new Gauge({
+    name: `${prefix}input_lag`,
+    help: 'Input records not yet processed by a local store partition (end offsets of its input topics minus its position).',
+    labelNames: ['store', 'partition'],
+    registers: [],
+    async collect() {
+      this.reset();
+      await Promise.all(runtime.localStores().map(async (local) => {
+        try {
+          const end = await runtime.monitor.inputEnds(local.storeName, local.partition);
+          const lag = inputLag(end, local.store.uncommittedPosition(), local.partition);
+          if (lag !== undefined) this.set({ store: local.storeName, partition: String(local.partition) }, lag);
+        } catch {
+          // the broker is away: iqgate_kafka_error says so
+        }
+      }));
     },
   }));
 }

@@ -59,6 +59,8 @@ describe('npm start with IQGATE_APP', () => {
     expect(metrics).toMatch(/^iqgate_tasks\{state="RUNNING"\} 3$/m);
     expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
     expect(metrics).toMatch(/^iqgate_uncommitted_bytes \d+$/m);
+    // Consumer lag per store partition: every record was processed (the balances above are final).
+    expect(metrics.match(/^iqgate_input_lag\{store="balances",partition="[0-2]"\} 0$/gm)).toHaveLength(3);
 
     expect(await main.stop(), main.output()).toBe(0);
   });

@@ -4,7 +4,7 @@
  * partition counts the offsets between the processed position and the input's end.
  */
 import { describe, expect, it } from 'vitest';
-import { inputLag } from '../../../src/graphql/monitor-resolvers.js';
+import { inputLag } from '../../../src/query/input-lag.js';
 import { MetricsHistory } from '../../../src/runtime/metrics-history.js';
 import { Position } from '../../../src/store/position.js';
 
