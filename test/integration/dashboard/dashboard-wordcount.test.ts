@@ -169,8 +169,8 @@ describe('the dashboard page on the wordcount example', () => {
     cleanups.push(() => lateServing.close());
 
     const { page, errors } = await openDashboard(browser, lateServing.url.replace(/\/graphql$/, '/dashboard#store=word-counts&mode=keys&keys=late,start'));
-    // 60 s, as the waits below: on a loaded CI machine the page's first load and its first
-    // refused subscription have taken longer than playwright's default 30 s.
+    // 60 s, as the waits below (these two had playwright's default 30 s): this case failed once
+    // on a loaded CI run, at a step its record does not name.
     await page.waitForFunction(() => document.querySelector('#instance-state')?.textContent === 'CREATED', undefined, { timeout: 60_000 });
     await page.waitForFunction(() => (window as unknown as { __seen: { statuses: string[] } }).__seen.statuses.some((s) => s.includes('NOT_STARTED') && s.includes('subscribing again')), undefined, { timeout: 60_000 });
 
