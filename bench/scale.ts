@@ -36,6 +36,11 @@
  *    at or below the threshold (0 when it never went above). `join.assigned.ms`: until the
  *    partitions are split between A and B with every task RUNNING; `leave.assigned.ms`: until A
  *    runs all N again.
+ *  - moved partitions (those not staying: to B at the join, back at the leave): a second pause
+ *    series over the furthest position of A or B (B's reported every 100 ms, timed at arrival), so
+ *    a moved partition's pause is the time it had input and neither instance processed it.
+ *    `rebalance.moved.pause.{join,leave}.max.ms`, `.p99.ms`, and issue 25's
+ *    `roll.moved.stall.max.ms` / `roll.staying.stall.max.ms` (targets 1,000 and 500 ms).
  *  - baseline: the raw client of the run (librdkafka or kafkajs, bench/scale-baseline.ts) consumes
  *    the same topic in a group and a process of its own, with no processing, state or
  *    transactions, from before the steady window to the end; its pauses are measured exactly as
@@ -685,6 +690,14 @@ class Monitor {
   private readonly recent: number[] = [];
   private recentSum = 0;
 
+  /**
+   * Progress by either instance (the furthest position of A or B), for the partitions that move:
+   * a moved partition's stall is the time it had input and neither instance processed it. B's
+   * positions arrive every 100 ms, so its progress is timed at its report's arrival (≤ 100 ms late).
+   */
+  private readonly either = new ProgressTracker(N);
+  readonly pausesEither = new PauseSeries(this.either);
+
   constructor(private readonly a: Instance) {
     this.pausesA = new PauseSeries(a.tracker);
   }
@@ -703,11 +716,25 @@ class Monitor {
     if (end <= this.ends[partition]!) return; // an earlier send acknowledged later
     this.ends[partition] = end;
     this.pausesA.acked(partition, end, at);
+    this.pausesEither.acked(partition, end, at);
     this.baseline?.acked(partition, end, at);
   }
 
+  /** `position` reached at `at` by some instance: the combined series moves if it is further. */
+  private advanceEither(p: number, position: number, at: number, firstAt: number): void {
+    const either = this.either;
+    if (position <= either.position[p]!) return;
+    either.position[p] = position;
+    either.lastProgressAt[p] = at;
+    if (Number.isNaN(either.firstSinceMark[p]!)) either.firstSinceMark[p] = firstAt;
+  }
+
   fromB(message: Extract<FromInstance, { t: 'progress' }>): void {
-    for (const [p, position] of message.moved) this.posB[p] = position;
+    const now = performance.now();
+    for (const [p, position] of message.moved) {
+      this.posB[p] = position;
+      this.advanceEither(p, position, now, now);
+    }
     this.ownedB.fill(0);
     for (const p of message.owned) this.ownedB[p] = 1;
     this.ownedBCount = message.owned.length;
@@ -727,12 +754,14 @@ class Monitor {
   /** Opens a window of pauses for A (and the baseline). */
   beginWindow(name: string): void {
     this.pausesA.beginWindow(name);
+    this.pausesEither.beginWindow(name);
     this.baseline?.beginWindow(name);
   }
 
   /** Closes the window: pauses still open count up to now. A's window; the baseline's is kept by name. */
   endWindow(): Window {
     this.baseline?.endWindow();
+    this.pausesEither.endWindow();
     return this.pausesA.endWindow();
   }
 
@@ -775,6 +804,10 @@ class Monitor {
     let lagB = 0;
     for (let p = 0; p < N; p += 1) {
       const end = this.ends[p]!;
+      // A's progress into the combined series first: pausesA.sample clears A's firstSinceMark.
+      const firstA = tracker.firstSinceMark[p]!;
+      if (!Number.isNaN(firstA)) this.advanceEither(p, tracker.position[p]!, tracker.lastProgressAt[p]!, firstA);
+      this.pausesEither.sample(p, end, now);
       this.pausesA.sample(p, end, now);
       this.baseline?.sample(p, end, now);
       const position = tracker.position[p]!;
@@ -1152,6 +1185,21 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     f('rebalance.pause.join.max.ms', 'ms', staying.length > 0 ? Math.max(...staying.map((p) => joinWindow.max[p]!)) : Number.NaN);
     f('rebalance.pause.leave.max.ms', 'ms', staying.length > 0 ? Math.max(...staying.map((p) => leaveWindow.max[p]!)) : Number.NaN);
     f('rebalance.pause.over.1s', 'tasks', pauses.filter((x) => x > 1_000).length);
+    // The partitions that moved (to B at the join, back to A at the leave): how long each had
+    // input that neither instance processed. Issue 25's targets: moved ≤ 1 s, staying ≤ 0.5 s.
+    const eitherJoin = monitor.pausesEither.windowNamed('join');
+    const eitherLeave = monitor.pausesEither.windowNamed('leave');
+    const moved: number[] = [];
+    for (let p = 0; p < N; p += 1) if (monitor.staying![p] === 0) moved.push(p);
+    if (eitherJoin !== undefined && eitherLeave !== undefined) {
+      const movedPauses = moved.map((p) => Math.max(eitherJoin.max[p]!, eitherLeave.max[p]!));
+      f('rebalance.moved.tasks', 'tasks', moved.length);
+      f('rebalance.moved.pause.join.max.ms', 'ms', moved.length > 0 ? Math.max(...moved.map((p) => eitherJoin.max[p]!)) : Number.NaN);
+      f('rebalance.moved.pause.leave.max.ms', 'ms', moved.length > 0 ? Math.max(...moved.map((p) => eitherLeave.max[p]!)) : Number.NaN);
+      f('rebalance.moved.pause.p99.ms', 'ms', percentile(movedPauses, 99));
+      f('roll.moved.stall.max.ms', 'ms', movedPauses.length > 0 ? Math.max(...movedPauses) : Number.NaN);
+      f('roll.staying.stall.max.ms', 'ms', pauses.length > 0 ? Math.max(...pauses) : Number.NaN);
+    }
     // The bare consumer's pauses on the same partitions in the same windows.
     const baseJoin = monitor.baseline?.windowNamed('join');
     const baseLeave = monitor.baseline?.windowNamed('leave');
