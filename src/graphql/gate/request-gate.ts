@@ -200,8 +200,8 @@ export class RequestGate {
   }
 
   private limit(principal: Principal): Principal {
-    // Forwards are limited where the client sent them.
-    if (this.options.rateLimit === undefined || principal.via === 'peer') return principal;
+    // Forwards (signed, or marked on an anonymous gateway) are limited where the client sent them.
+    if (this.options.rateLimit === undefined || principal.forwarded) return principal;
     const wait = this.options.rateLimit.take(principal.client);
     if (wait > 0) throw new IqgateError('RATE_LIMITED', `Rate limit exceeded; retry in ${wait} s.`, { details: { retryAfterSeconds: wait } });
     return principal;
