@@ -200,8 +200,9 @@ export class RequestGate {
   }
 
   private limit(principal: Principal): Principal {
-    // Forwards (signed, or marked on an anonymous gateway) are limited where the client sent them.
-    if (this.options.rateLimit === undefined || principal.forwarded) return principal;
+    // Verified forwards are limited where the client sent them. A merely marked one (anonymous
+    // gateway, no cluster secret) is not exempt: any client could set the marker.
+    if (this.options.rateLimit === undefined || principal.via === 'peer') return principal;
     const wait = this.options.rateLimit.take(principal.client);
     if (wait > 0) throw new IqgateError('RATE_LIMITED', `Rate limit exceeded; retry in ${wait} s.`, { details: { retryAfterSeconds: wait } });
     return principal;
