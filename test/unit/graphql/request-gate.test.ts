@@ -233,6 +233,13 @@ describe('what the gate refuses before any resolver runs', () => {
     expect((await fetch(i.url, post(GET, { k: KEYS[0] }, bearer(KEY_ALL)))).status).toBe(200);
   });
 
+  it('does not exempt a client that sets the forwarded marker itself (anonymous gateway, no cluster secret)', async () => {
+    const i = await served({ auth: { anonymous: true }, rateLimit: { requestsPerSecond: 0.5, burst: 1 } });
+    const marked = () => fetch(i.url, post(GET, { k: KEYS[0] }, { [FORWARDED_HEADER]: '1' }));
+    expect((await marked()).status).toBe(200);
+    expect((await marked()).status).toBe(429);
+  });
+
   it('holds each client to maxSubscriptionsPerClient open subscriptions, and frees a slot when one ends', async () => {
     const i = await served({ auth: { apiKeys: API_KEYS }, maxSubscriptionsPerClient: 1 });
     const subscribe = () => fetch(i.url, post('subscription { changes(store: "words", keys: ["key-1"]) { key } }', {}, { ...bearer(KEY_A), accept: 'text/event-stream' }));
