@@ -48,8 +48,10 @@ export function realBrokerDriver(adapter: RealBrokerAdapter): KafkaPortsDriver {
 
   return {
     capabilities: adapter.capabilities,
-    waitMs: 12_000,
-    testTimeoutMs: 40_000,
+    // A wait costs only when something is slow: 12 s timed out once (a member joining after
+    // another left, librdkafka, a CI run whose other worker ran a heavy file), so 25 s.
+    waitMs: 25_000,
+    testTimeoutMs: 60_000,
     createTopics: async (topics, partitions) => {
       admin ??= connected(kafka.admin());
       await createTopics(await admin, topics, partitions);
