@@ -296,7 +296,7 @@ export function withNodeFastPath(yoga: Gateway, options: FastPathOptions): Gatew
     if (response.destroyed || response.writableEnded) return;
     const { status, headers } = gateRejection(error);
     const body = rejectionBody(error);
-    response.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    response.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });
     response.end(body);
     stats.answered++;
     metrics?.countErrors([error]);

@@ -61,9 +61,9 @@ export interface GateOptions {
   readonly maxSubscriptionsPerClient: number;
 }
 
-/** An IqgateError the gate answers with, and its HTTP status and headers. */
+/** An IqgateError the gate answers with, and its HTTP status and headers (the body is rejectionBody's JSON). */
 export function gateRejection(error: IqgateError): { status: number; headers: Record<string, string> } {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
   let status = 400;
   switch (error.code) {
     case 'UNAUTHENTICATED':

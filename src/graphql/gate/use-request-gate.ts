@@ -38,19 +38,26 @@ function gateRequest(request: Request, url: URL, socket: { remoteAddress?: strin
 type ServerContext = { req?: { socket?: { remoteAddress?: string } } } | undefined;
 
 /**
+ * The principal of `request`: one recorded already (admitted for GraphiQL, or by the node:http
+ * fast path before it handed the request on — checked once, one rate-limit token), else the
+ * gate's answer, recorded. Throws the gate's coded refusal.
+ */
+async function admit(gate: RequestGate, request: Request, url: URL, serverContext: unknown): Promise<Principal> {
+  const req = (serverContext as ServerContext)?.req;
+  const known = principals.get(request) ?? (req === undefined ? undefined : admittedNode.get(req));
+  const principal = known ?? (await gate.check(gateRequest(request, url, req?.socket)));
+  principals.set(request, principal);
+  return principal;
+}
+
+/**
  * The gate's check of a fetch Request outside the plugin chain, for yoga's built-in GraphiQL
- * plugin, which answers before any plugin of ours runs: the principal when admitted (recorded,
- * so the plugin below does not take a second rate-limit token), else undefined — the request
- * then goes on down the chain to the plugin, which answers the refusal.
+ * plugin, which answers before any plugin of ours runs: the principal when admitted, else
+ * undefined — the request then goes on down the chain to the plugin, which answers the refusal.
  */
 export async function admitFetchRequest(gate: RequestGate, request: Request, serverContext: unknown): Promise<Principal | undefined> {
-  const known = principals.get(request);
-  if (known !== undefined) return known;
-  const req = (serverContext as ServerContext)?.req;
   try {
-    const principal = await gate.check(gateRequest(request, new URL(request.url), req?.socket));
-    principals.set(request, principal);
-    return principal;
+    return await admit(gate, request, new URL(request.url), serverContext);
   } catch (error) {
     if (!isCoded(error)) throw error;
     return undefined;
@@ -61,20 +68,13 @@ export async function admitFetchRequest(gate: RequestGate, request: Request, ser
 export function useRequestGate(gate: RequestGate, onRefused?: (error: unknown) => void): Plugin {
   return {
     async onRequest({ request, url, serverContext, endResponse, fetchAPI }) {
-      if (principals.has(request)) return; // admitted for GraphiQL already
-      const req = (serverContext as ServerContext)?.req;
-      const admitted = req === undefined ? undefined : admittedNode.get(req);
-      if (admitted !== undefined) {
-        principals.set(request, admitted);
-        return;
-      }
       try {
-        principals.set(request, await gate.check(gateRequest(request, url, req?.socket)));
+        await admit(gate, request, url, serverContext);
       } catch (error) {
         if (!isCoded(error)) throw error;
         onRefused?.(error);
         const { status, headers } = gateRejection(error);
-        endResponse(new fetchAPI.Response(rejectionBody(error), { status, headers: { ...headers, 'content-type': 'application/json; charset=utf-8' } }));
+        endResponse(new fetchAPI.Response(rejectionBody(error), { status, headers }));
       }
     },
   };
