@@ -55,7 +55,7 @@ import type { DemoFeed } from '../examples/wordcount/demo-feed.js';
 import { IqgateError } from './errors.js';
 import { gatewaySecurityFromEnv } from './gateway-env.js';
 import { kafkaSecurityFromEnv } from './kafka-security-env.js';
-import { kafkaSecuritySchema } from './kafka/kafka-security.js';
+import { SASL_MECHANISMS, SECURITY_PROTOCOLS, type KafkaSecurity } from './kafka/kafka-security.js';
 import { KafkaAdmin } from './kafka/kafka-admin.js';
 import { KAFKA_CLIENTS } from './kafka/select-kafka-client.js';
 import { createKafka } from './kafka/kafka-client.js';
@@ -65,6 +65,11 @@ import { errorPolicySchema } from './processing/processing-options.js';
 import { createRuntime, type Runtime, type RuntimeConfig } from './runtime/runtime.js';
 import type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { installShutdownHooks } from './runtime/shutdown-hooks.js';
+
+/** One of `values` in any case, as Kafka's own settings are written; the value is kept as given. */
+function oneOf(values: readonly string[], message: string) {
+  return z.string().refine((value) => values.includes(value.toUpperCase()), message);
+}
 
 /** The environment main() reads; `iqgate --help` (src/cli-help.ts) describes every key. */
 export const envSchema = z.object({
@@ -92,8 +97,8 @@ export const envSchema = z.object({
   IQGATE_PROCESSING_ERRORS: errorPolicySchema.optional(),
   IQGATE_DEAD_LETTER_TOPIC: z.string().min(1).optional(),
   // How the Kafka clients reach the brokers (src/kafka-security-env.ts reads the files).
-  KAFKA_SECURITY_PROTOCOL: z.string().regex(/^(plaintext|ssl|sasl_plaintext|sasl_ssl)$/i, 'PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL').optional(),
-  KAFKA_SASL_MECHANISM: z.string().regex(/^(plain|scram-sha-256|scram-sha-512)$/i, 'PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (OAUTHBEARER: embedded, with a token callback)').optional(),
+  KAFKA_SECURITY_PROTOCOL: oneOf(SECURITY_PROTOCOLS, 'PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL').optional(),
+  KAFKA_SASL_MECHANISM: oneOf(SASL_MECHANISMS.filter((m) => m !== 'OAUTHBEARER'), 'PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (OAUTHBEARER: embedded, with a token callback)').optional(),
   KAFKA_SASL_USERNAME: z.string().min(1).optional(),
   KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
   KAFKA_SSL_CA_FILE: z.string().min(1).optional(),
@@ -213,7 +218,9 @@ export async function main(): Promise<void> {
 }
 
 /** What the environment decides, for the demo and for IQGATE_APP alike. */
-type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop' | 'kafkaSecurity' | 'deserializationErrors' | 'processingErrors' | 'deadLetterTopic'> & Pick<RuntimeConfig, 'logger'> & {
+type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop' | 'deserializationErrors' | 'processingErrors' | 'deadLetterTopic'> & Pick<RuntimeConfig, 'logger'> & {
+  /** Validated already (kafkaSecurityFromEnv): the setup admin client takes it as it is. */
+  readonly kafkaSecurity?: KafkaSecurity;
   readonly brokers: string[];
   readonly applicationId: string;
   readonly stateDir: string;
@@ -230,7 +237,7 @@ async function startApp(app: LoadedApp, common: CommonOptions): Promise<Runtime>
 async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions, stops: Array<() => Promise<void>>): Promise<Runtime> {
   const brokerList = common.brokers;
   const inputTopic = env.IQGATE_INPUT_TOPIC ?? 'wordcount-input';
-  const security = common.kafkaSecurity === undefined ? {} : { security: kafkaSecuritySchema.parse(common.kafkaSecurity) };
+  const security = common.kafkaSecurity === undefined ? {} : { security: common.kafkaSecurity };
   const admin = new KafkaAdmin(createKafka({ brokers: brokerList, clientId: `${common.applicationId}-setup`, ...security }));
   try {
     // Created with PARTITIONS when missing; existing ones are used with the partitions they have.
