@@ -8,8 +8,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { produceLines, runWordcount } from '../../../examples/wordcount/index.js';
 import { isIqgateError } from '../../../src/errors.js';
@@ -18,23 +16,11 @@ import { balancesAt, sendAccounts } from '../../fixtures/apps/accounts-data.js';
 import { createTopicsRetrying, kafkajs, securedBroker, testKafka } from '../../support/kafka.js';
 import { startMain, type MainProcess } from '../main/main-process.js';
 import { brokers } from '../processing/brokers.js';
-import { committedCounts, expectedCounts, mapsEqual, outputProblems, readOutput, uniqueName, wordcountSuite } from '../processing/wordcount-harness.js';
+import { capturingLogger, convergedCounts, expectedCounts, outputProblems, readOutput, uniqueName, wordcountSuite } from '../processing/wordcount-harness.js';
 
 const LINES = 600;
 const SEED = 11;
 const secured = securedBroker();
-
-/** A pino logger at debug whose every line is kept. */
-function capturingLogger(): { logger: pino.Logger; text: () => string } {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(chunk.toString());
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), text: () => lines.join('') };
-}
 
 function scram(user: 'admin' | 'app' | 'stranger', password: string, ssl: KafkaSecurityInput['ssl'] = { ca: secured!.caPem }): KafkaSecurityInput {
   return { protocol: 'SASL_SSL', sasl: { mechanism: 'SCRAM-SHA-512', username: user, password }, ...(ssl === undefined ? {} : { ssl }) };
@@ -48,7 +34,7 @@ describe.skipIf(secured === undefined).each(['librdkafka', 'kafkajs'] as const)(
     const output = uniqueName('sec-out');
     await createTopics([input, output], 2);
     await produceLines({ brokers: brokers(), topic: input, seed: SEED, count: LINES });
-    const { logger, text } = capturingLogger();
+    const { logger, text } = capturingLogger('debug');
     const runtime = await runWordcount({
       brokers: secured!.brokers, inputTopic: input, outputTopic: output, applicationId: uniqueName('sec-wc'),
       stateDir: await stateDir('iqgate-sec-'), cacheMaxBytes: 0, kafkaClient, logger, logLevel: 'debug', kafkaLogLevel: 'debug',
@@ -57,13 +43,7 @@ describe.skipIf(secured === undefined).each(['librdkafka', 'kafkajs'] as const)(
     runtimes.push(runtime);
     expect(runtime.monitor.kafkaClient()).toBe(kafkaClient);
     const expected = expectedCounts(SEED, LINES);
-    const deadline = Date.now() + 90_000;
-    let committed = new Map<string, number>();
-    while (!mapsEqual(committed, expected)) {
-      if (Date.now() > deadline) throw new Error(`store did not converge: ${JSON.stringify([...committed].slice(0, 5))}`);
-      await new Promise((r) => setTimeout(r, 200));
-      committed = await committedCounts([runtime]);
-    }
+    await convergedCounts([runtime], expected);
     const updates = await readOutput(kafka, output);
     expect(outputProblems(updates, expected, true)).toEqual([]);
     await runtime.stop();
@@ -93,7 +73,7 @@ describe.skipIf(secured === undefined).each(['librdkafka', 'kafkajs'] as const)(
         principal: 'User:stranger', host: '*', operation: kafkajs.AclOperationTypes.DESCRIBE, permissionType: kafkajs.AclPermissionTypes.ALLOW,
       }],
     });
-    const { logger, text } = capturingLogger();
+    const { logger, text } = capturingLogger('debug');
     const started = Date.now();
     const failure = await runWordcount({
       brokers: secured!.brokers, inputTopic: input, outputTopic: uniqueName('sec-bad-out'), applicationId, kafkaClient, logger,

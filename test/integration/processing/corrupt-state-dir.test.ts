@@ -6,26 +6,13 @@
  */
 import { openSync, readdirSync, statSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { produceLines, runWordcount } from '../../../examples/wordcount/index.js';
 import { brokers } from './brokers.js';
-import { committedCounts, expectedCounts, mapsEqual, uniqueName, wordcountSuite } from './wordcount-harness.js';
+import { capturingLogger, convergedCounts, expectedCounts, uniqueName, wordcountSuite } from './wordcount-harness.js';
 
 const LINES = 800;
 const SEED = 5;
-
-async function converge(runtimes: Parameters<typeof committedCounts>[0], expected: Map<string, number>): Promise<Map<string, number>> {
-  const deadline = Date.now() + 90_000;
-  let committed = new Map<string, number>();
-  while (!mapsEqual(committed, expected)) {
-    if (Date.now() > deadline) throw new Error(`store did not converge: ${JSON.stringify([...committed].slice(0, 5))}`);
-    await new Promise((r) => setTimeout(r, 200));
-    committed = await committedCounts(runtimes);
-  }
-  return committed;
-}
 
 describe('a damaged state directory on the real broker', () => {
   const { runtimes, createTopics, stateDir } = wordcountSuite();
@@ -42,7 +29,7 @@ describe('a damaged state directory on the real broker', () => {
 
     const first = await runWordcount({ ...options, logLevel: 'warn' });
     runtimes.push(first);
-    await converge([first], expected);
+    await convergedCounts([first], expected);
     await first.stop();
     runtimes.splice(runtimes.indexOf(first), 1);
 
@@ -51,12 +38,11 @@ describe('a damaged state directory on the real broker', () => {
     writeSync(fd, Buffer.alloc(64, 0xff), 0, 64, Math.floor(statSync(join(dir, manifest)).size / 2));
     closeSync(fd);
 
-    const lines: string[] = [];
-    const logger = pino({ level: 'warn' }, new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(chunk.toString()), done()) }));
+    const { logger, lines } = capturingLogger('warn');
     const second = await runWordcount({ ...options, logger });
     runtimes.push(second);
-    expect(await converge([second], expected)).toEqual(expected);
-    const warned = lines.map((line) => JSON.parse(line) as { msg: string; reason: string }).filter((line) => line.msg.includes('state directory is damaged'));
+    expect(await convergedCounts([second], expected)).toEqual(expected);
+    const warned = lines().map((line) => JSON.parse(line) as { msg: string; reason: string }).filter((line) => line.msg.includes('state directory is damaged'));
     expect(warned).toHaveLength(1);
     expect(warned[0]!.reason).toMatch(/Corruption/);
   });

@@ -5,6 +5,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll } from 'vitest';
 import { createTopicsRetrying, kafkajs, testKafka as supportKafka, uniqueName, waitFor } from '../../support/kafka.js';
 import { makeLine, wordsOf } from '../../../examples/wordcount/index.js';
@@ -135,6 +137,30 @@ export async function committedCounts(runtimes: readonly Runtime[], storeName = 
     }
   }
   return counts;
+}
+
+/** Until the committed counts of `runtimes` equal `expected`; returns them (they are equal). */
+export async function convergedCounts(runtimes: readonly Runtime[], expected: ReadonlyMap<string, number>, timeoutMs = 90_000): Promise<Map<string, number>> {
+  const deadline = Date.now() + timeoutMs;
+  let committed = new Map<string, number>();
+  while (!mapsEqual(committed, expected)) {
+    if (Date.now() > deadline) throw new Error(`store did not converge: ${JSON.stringify([...committed].slice(0, 5))}`);
+    await new Promise((r) => setTimeout(r, 200));
+    committed = await committedCounts(runtimes);
+  }
+  return committed;
+}
+
+/** A pino logger at `level` whose every line (JSON) is kept, for tests of what is logged. */
+export function capturingLogger(level: pino.Level): { logger: pino.Logger; text: () => string; lines: () => string[] } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return { logger: pino({ level }, stream), text: () => lines.join(''), lines: () => lines };
 }
 
 export function mapsEqual(a: ReadonlyMap<string, number>, b: ReadonlyMap<string, number>): boolean {
