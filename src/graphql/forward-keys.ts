@@ -20,7 +20,11 @@ import type { KeyLookup, PartitionFailure, PartitionOutcome, QueryOptions } from
 import type { StoreDescriptor } from '../query/state-provider.js';
 import type { Bytes } from '../store/types.js';
 import {
+  FAILURE_FIELDS,
   ForwardError,
+  PARTITION_FIELDS,
+  READ_ARGUMENTS,
+  READ_VARIABLES,
   forwardBudget,
   forwardFailure,
   noDataError,
@@ -40,11 +44,10 @@ export interface ForwardedAnswer {
   readonly outcome: PartitionOutcome;
 }
 
-const FAILURE_FIELDS = 'failure { reason message owner }';
-const FORWARD_QUERY = `query IqgateForward($store: String!, $keys: [Key!]!, $readCommitted: Boolean, $positionBound: Position, $boundTimeoutMs: Int, $requireActive: Boolean, $allowStale: Boolean, $executionInfo: Boolean) {
-  getMany(store: $store, keys: $keys, readCommitted: $readCommitted, positionBound: $positionBound, boundTimeoutMs: $boundTimeoutMs, requireActive: $requireActive, allowStale: $allowStale, executionInfo: $executionInfo) {
+const FORWARD_QUERY = `query IqgateForward($store: String!, $keys: [Key!]!, ${READ_VARIABLES}) {
+  getMany(store: $store, keys: $keys, ${READ_ARGUMENTS}) {
     entries { value found partition ${FAILURE_FIELDS} }
-    partitions { partition position ${FAILURE_FIELDS} executionInfo }
+    ${PARTITION_FIELDS}
   }
 }`;
 
@@ -82,7 +85,7 @@ export async function forwardKeys(
       const entry = result.entries[i]!;
       const partition = partitions[i]!;
       const failure = entry.failure === null ? undefined : toFailure(entry.failure);
-      const outcome = remoteOutcome(partition, outcomes.get(partition), options, took, failure);
+      const outcome = remoteOutcome(owner, partition, outcomes.get(partition), options, took, failure);
       if (failure !== undefined) return { lookup: { key, partition, failure }, outcome };
       if (!entry.found || entry.value === null) return { lookup: { key, partition }, outcome };
       let value: Bytes;

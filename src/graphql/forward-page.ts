@@ -23,8 +23,11 @@ import {
   forwardBudget,
   forwardFailure,
   noDataError,
+  PARTITION_FIELDS,
   postForwarded,
   type PeerLink,
+  READ_ARGUMENTS,
+  READ_VARIABLES,
   readOptionVariables,
   remoteOutcome,
   type RemoteError,
@@ -46,22 +49,20 @@ export interface ForwardedPage {
   readonly partitions: readonly PartitionOutcome[];
 }
 
-const READ_OPTIONS = '$readCommitted: Boolean, $positionBound: Position, $boundTimeoutMs: Int, $requireActive: Boolean, $allowStale: Boolean, $executionInfo: Boolean';
-const READ_ARGS = 'readCommitted: $readCommitted, positionBound: $positionBound, boundTimeoutMs: $boundTimeoutMs, requireActive: $requireActive, allowStale: $allowStale, executionInfo: $executionInfo';
 const PAGE_VARIABLES = '$store: String!, $order: Order, $first: Int, $after: String, $last: Int, $before: String, $partitions: [Int!]';
 const PAGE_ARGS = 'store: $store, order: $order, first: $first, after: $after, last: $last, before: $before, partitions: $partitions';
 const SELECTION = `{
     edges { cursor node { value partition } }
     pageInfo { hasNextPage hasPreviousPage }
-    partitions { partition position failure { reason message owner } executionInfo }
+    ${PARTITION_FIELDS}
   }`;
 /** Aliased `page` so that both answer the same shape. */
 const QUERIES = {
-  range: `query IqgateForwardRange(${PAGE_VARIABLES}, $from: Key, $to: Key, ${READ_OPTIONS}) {
-  page: range(${PAGE_ARGS}, from: $from, to: $to, ${READ_ARGS}) ${SELECTION}
+  range: `query IqgateForwardRange(${PAGE_VARIABLES}, $from: Key, $to: Key, ${READ_VARIABLES}) {
+  page: range(${PAGE_ARGS}, from: $from, to: $to, ${READ_ARGUMENTS}) ${SELECTION}
 }`,
-  prefix: `query IqgateForwardPrefix(${PAGE_VARIABLES}, $prefix: Key!, ${READ_OPTIONS}) {
-  page: prefix(${PAGE_ARGS}, prefix: $prefix, ${READ_ARGS}) ${SELECTION}
+  prefix: `query IqgateForwardPrefix(${PAGE_VARIABLES}, $prefix: Key!, ${READ_VARIABLES}) {
+  page: prefix(${PAGE_ARGS}, prefix: $prefix, ${READ_ARGUMENTS}) ${SELECTION}
 }`,
 } as const;
 
@@ -104,7 +105,7 @@ export async function forwardPage(
     return {
       entries,
       hasMore: request.direction === 'forward' ? page.pageInfo.hasNextPage : page.pageInfo.hasPreviousPage,
-      partitions: partitions.map((p) => remoteOutcome(p, outcomes.get(p), options, took, outcomes.has(p) ? undefined : missing)),
+      partitions: partitions.map((p) => remoteOutcome(owner, p, outcomes.get(p), options, took, outcomes.has(p) ? undefined : missing)),
     };
   } catch (error) {
     const failure = forwardFailure(error, owner, budget);

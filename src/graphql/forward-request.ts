@@ -15,6 +15,7 @@ import { ERROR_CODES, isErrorCode } from '../errors.js';
 import { Position, type PositionJSON } from '../store/position.js';
 import { signForward } from './gate/peer-signature.js';
 import { FORWARDED_HEADER } from './gate/request-gate.js';
+import type { PeerHealth } from './peer-health.js';
 
 export { FORWARDED_HEADER };
 
@@ -26,6 +27,8 @@ export interface PeerLink {
   readonly timeoutMs: number;
   /** The cluster secret; without one, forwards are marked, unsigned (anonymous clusters only). */
   readonly secret: string | undefined;
+  /** Peers that failed a forward just now (skipped for a while; their standbys answer). */
+  readonly health?: PeerHealth;
 }
 
 /** A failure field as the owner reports it (`failure { reason message owner }`). */
@@ -33,6 +36,7 @@ export interface RemoteFailure {
   readonly reason: PartitionFailure['reason'];
   readonly message: string;
   readonly owner?: string | null;
+  readonly standbys?: readonly string[] | null;
 }
 
 /** A partition outcome as the owner reports it (`partitions { partition position failure executionInfo }`). */
@@ -41,6 +45,9 @@ export interface RemotePartition {
   readonly position: PositionJSON | null;
   readonly failure: RemoteFailure | null;
   readonly executionInfo: string[] | null;
+  readonly standby?: boolean | null;
+  readonly lag?: { readonly offsets: number; readonly timeMs: number } | null;
+  readonly servedBy?: string | null;
 }
 
 export interface RemoteError {
@@ -65,9 +72,17 @@ export function forwardBudget(forwardTimeoutMs: number, options: QueryOptions): 
   return forwardTimeoutMs + options.boundTimeoutMs;
 }
 
+/** The read options' variable definitions and arguments, the same on every forwarded query. */
+export const READ_VARIABLES = '$readCommitted: Boolean, $positionBound: Position, $boundTimeoutMs: Int, $requireActive: Boolean, $allowStale: Boolean, $executionInfo: Boolean, $maxLag: Int';
+export const READ_ARGUMENTS = 'readCommitted: $readCommitted, positionBound: $positionBound, boundTimeoutMs: $boundTimeoutMs, requireActive: $requireActive, allowStale: $allowStale, executionInfo: $executionInfo, maxLag: $maxLag';
+/** What a forward reads of each partition's outcome (RemotePartition). */
+export const FAILURE_FIELDS = 'failure { reason message owner standbys }';
+export const PARTITION_FIELDS = `partitions { partition position ${FAILURE_FIELDS} executionInfo standby lag { offsets timeMs } servedBy }`;
+
 /** The read options as GraphQL variables, the same on every forwarded query. */
 export function readOptionVariables(options: QueryOptions): Record<string, unknown> {
   return {
+    maxLag: options.maxLag ?? null,
     readCommitted: options.readCommitted,
     positionBound: options.positionBound?.toJSON() ?? null,
     boundTimeoutMs: options.boundTimeoutMs,
@@ -188,14 +203,22 @@ export function noDataError(owner: string, field: string, errors: readonly Remot
 }
 
 export function toFailure(remote: RemoteFailure): PartitionFailure {
-  return { reason: remote.reason, message: remote.message, ...(remote.owner == null ? {} : { owner: remote.owner }) };
+  return {
+    reason: remote.reason,
+    message: remote.message,
+    ...(remote.owner == null ? {} : { owner: remote.owner }),
+    ...(remote.standbys == null ? {} : { standbys: remote.standbys.filter((url) => typeof url === 'string') }),
+  };
 }
 
 /**
- * The owner's outcome for `partition` as ours: its position or failure (`fallback` when it
- * reported none), and with executionInfo, `took` (who answered, how fast) before its own steps.
+ * The outcome `peer` reported for `partition` as ours: its position or failure (`fallback` when it
+ * reported none), whether a standby answered and its lag, `servedBy` the peer (its own claim is
+ * not taken: the URL is the one we asked), and with executionInfo, `took` (who answered, how
+ * fast) before its own steps.
  */
 export function remoteOutcome(
+  peer: string,
   partition: number,
   remote: RemotePartition | undefined,
   options: QueryOptions,
@@ -203,8 +226,12 @@ export function remoteOutcome(
   fallback?: PartitionFailure,
 ): PartitionOutcome {
   const failure = remote?.failure == null ? fallback : toFailure(remote.failure);
+  const lag = remote?.lag;
   return {
     partition,
+    ...(remote?.standby === true ? { standby: true } : {}),
+    ...(lag != null && Number.isSafeInteger(lag.offsets) && Number.isSafeInteger(lag.timeMs) ? { lag: { offsets: lag.offsets, timeMs: lag.timeMs } } : {}),
+    ...(remote === undefined ? {} : { servedBy: peer }),
     ...(remote?.position == null ? {} : { position: Position.fromJSON(remote.position) }),
     ...(failure === undefined ? {} : { failure }),
     ...(options.executionInfo ? { executionInfo: [took, ...(remote?.executionInfo ?? [])] } : {}),

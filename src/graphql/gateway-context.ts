@@ -3,7 +3,7 @@
  */
 import DataLoader from 'dataloader';
 import type { QueryEngine } from '../query/query-engine.js';
-import type { KeyLookup, PartitionOutcome, QueryOptions } from '../query/query-types.js';
+import type { KeyLookup, PartitionFailure, PartitionOutcome, QueryOptions } from '../query/query-types.js';
 import type { StateProvider } from '../query/state-provider.js';
 import type { Bytes } from '../store/types.js';
 import { forwardKeys } from './forward-keys.js';
@@ -71,7 +71,8 @@ export function keyLoader(context: GatewayContext, options: QueryOptions): DataL
   if (loader === undefined) {
     loader = new DataLoader<Bytes, KeyAnswer, string>(
       async (keys) => {
-        const result = await context.engine.getMany(options, keys);
+        // A forwarded request goes no further: a standby kept here answers rather than NOT_PRESENT.
+        const result = await context.engine.getMany(isForwarded(context) ? { ...options, standbyFallback: true } : options, keys);
         const outcomes = new Map(result.partitions.map((outcome) => [outcome.partition, outcome]));
         const answers = result.lookups.map((lookup) => ({
           lookup,
@@ -89,29 +90,107 @@ export function keyLoader(context: GatewayContext, options: QueryOptions): DataL
 
 /**
  * Replaces the answers of keys whose partition another instance hosts (NOT_PRESENT with an
- * owner) by that owner's, one POST per owner (forward-keys.ts). A request that was itself
- * forwarded keeps its NOT_PRESENT answers: one hop at most, so no loops.
+ * owner) by that owner's, one POST per owner (forward-keys.ts); then the keys the owner could
+ * not answer (FORWARD_FAILED, or NOT_ACTIVE while its task restores), and those of owners that
+ * failed just now (PeerHealth), by a standby's (KIP-535): the one kept here, else the first
+ * other standby host that answers — each answer says it came from a standby, with its lag.
+ * A request that was itself forwarded keeps its NOT_PRESENT answers: one hop at most, so no loops.
  */
 async function forwardRemote(context: GatewayContext, options: QueryOptions, answers: KeyAnswer[]): Promise<KeyAnswer[]> {
+  if (isForwarded(context)) return answers;
+  const health = context.options.peer.health;
+  const placed = new Map<number, PartitionFailure>();
   const byOwner = new Map<string, number[]>();
+  const fallback: number[] = [];
   answers.forEach((answer, index) => {
     const failure = answer.lookup.failure;
-    if (failure?.reason !== 'NOT_PRESENT' || failure.owner === undefined) return;
+    if (failure?.reason !== 'NOT_PRESENT') return;
+    if (failure.standbyHere === true || failure.standbys !== undefined) placed.set(index, failure);
+    if (failure.owner === undefined) return;
+    if (health?.isDown(failure.owner) === true && placed.has(index)) {
+      fallback.push(index);
+      return;
+    }
     let list = byOwner.get(failure.owner);
     if (list === undefined) byOwner.set(failure.owner, (list = []));
     list.push(index);
   });
-  if (byOwner.size === 0 || isForwarded(context)) return answers;
+  if (byOwner.size === 0 && fallback.length === 0) return answers;
   const store = readableStore(context, options.store);
   await Promise.all(
     [...byOwner].map(async ([owner, indexes]) => {
-      const keys = indexes.map((i) => answers[i]!.lookup.key);
-      const partitions = indexes.map((i) => answers[i]!.lookup.partition);
-      const forwarded = await forwardKeys(owner, store, options, keys, partitions, context.options.peer);
+      const forwarded = await forwardToPeer(context, owner, store, options, indexes.map((i) => answers[i]!.lookup));
       indexes.forEach((i, j) => {
         answers[i] = forwarded[j]!;
+        if (placed.has(i) && ownerCouldNotAnswer(forwarded[j]!, options)) fallback.push(i);
       });
     }),
   );
+  if (fallback.length > 0) await answerFromStandbys(context, store, options, answers, fallback, placed);
   return answers;
+}
+
+function ownerCouldNotAnswer(answer: KeyAnswer, options: QueryOptions): boolean {
+  const reason = answer.lookup.failure?.reason;
+  return reason === 'FORWARD_FAILED' || (reason === 'NOT_ACTIVE' && !options.requireActive);
+}
+
+/** forwardKeys, noting in PeerHealth whether the peer answered at all. */
+async function forwardToPeer(context: GatewayContext, url: string, store: StoreDescriptor, options: QueryOptions, lookups: readonly KeyLookup[]): Promise<KeyAnswer[]> {
+  const forwarded = await forwardKeys(url, store, options, lookups.map((l) => l.key), lookups.map((l) => l.partition), context.options.peer);
+  const health = context.options.peer.health;
+  if (forwarded.every((answer) => answer.lookup.failure?.reason === 'FORWARD_FAILED')) health?.markDown(url);
+  else health?.markUp(url);
+  return forwarded;
+}
+
+/**
+ * The keys at `indexes`, whose owner could not answer, asked of their standbys: the one here in
+ * one engine.getMany (standbyFallback), the others' keys of each standby host in one POST, host
+ * after host in the placement's order until one answers. A key no standby answers keeps the
+ * owner's failure.
+ */
+async function answerFromStandbys(
+  context: GatewayContext,
+  store: StoreDescriptor,
+  options: QueryOptions,
+  answers: KeyAnswer[],
+  indexes: readonly number[],
+  placed: ReadonlyMap<number, PartitionFailure>,
+): Promise<void> {
+  const here = indexes.filter((i) => placed.get(i)!.standbyHere === true);
+  const pending = indexes.filter((i) => placed.get(i)!.standbyHere !== true);
+  const fallbackOptions: QueryOptions = { ...options, standbyFallback: true };
+  if (here.length > 0) {
+    const result = await context.engine.getMany(fallbackOptions, here.map((i) => answers[i]!.lookup.key));
+    const outcomes = new Map(result.partitions.map((outcome) => [outcome.partition, outcome]));
+    here.forEach((i, j) => {
+      const lookup = result.lookups[j]!;
+      answers[i] = { lookup, outcome: outcomes.get(lookup.partition) ?? { partition: lookup.partition } };
+    });
+  }
+  const health = context.options.peer.health;
+  for (let round = 0; pending.length > 0 && round < 4; round += 1) {
+    const byHost = new Map<string, number[]>();
+    for (const i of pending) {
+      const host = placed.get(i)!.standbys?.find((url, rank) => rank >= round && health?.isDown(url) !== true);
+      if (host === undefined) continue;
+      let list = byHost.get(host);
+      if (list === undefined) byHost.set(host, (list = []));
+      list.push(i);
+    }
+    if (byHost.size === 0) return;
+    const answered = new Set<number>();
+    await Promise.all(
+      [...byHost].map(async ([host, list]) => {
+        const forwarded = await forwardToPeer(context, host, store, fallbackOptions, list.map((i) => answers[i]!.lookup));
+        list.forEach((i, j) => {
+          if (forwarded[j]!.lookup.failure?.reason === 'FORWARD_FAILED') return;
+          answers[i] = forwarded[j]!;
+          answered.add(i);
+        });
+      }),
+    );
+    for (let k = pending.length - 1; k >= 0; k -= 1) if (answered.has(pending[k]!)) pending.splice(k, 1);
+  }
 }

@@ -5,6 +5,7 @@ import type { StateProvider } from '../query/state-provider.js';
 import type { Registry } from 'prom-client';
 import { IqgateError } from '../errors.js';
 import type { PeerLink } from './forward-request.js';
+import { PeerHealth } from './peer-health.js';
 import { ApiKeys, type ApiKeyEntry } from './gate/api-keys.js';
 import { JwtVerifier, type JwtOptions } from './gate/jwt-verifier.js';
 import { RateLimiter, type RateLimitOptions } from './gate/rate-limiter.js';
@@ -164,7 +165,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     maxSubscriptionsPerClient: options.maxSubscriptionsPerClient ?? 100,
     maxEntriesPerRequest: options.maxEntriesPerRequest ?? Math.max(1, Math.floor((options.maxCost ?? 100 * (options.maxPageSize ?? 1000)) / 40)),
     gate: buildGate(options, options.graphqlEndpoint ?? '/graphql', options.maxBodyBytes ?? 1024 * 1024, options.maxSubscriptionsPerClient ?? 100),
-    peer: { timeoutMs: options.forwardTimeoutMs ?? 5_000, secret: options.auth?.clusterSecret },
+    peer: { timeoutMs: options.forwardTimeoutMs ?? 5_000, secret: options.auth?.clusterSecret, health: new PeerHealth() },
     graphqlEndpoint: options.graphqlEndpoint ?? '/graphql',
     schemaPath: options.schemaPath,
     metrics: options.metrics,

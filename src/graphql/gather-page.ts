@@ -25,13 +25,20 @@ export async function gatherPage(
   fingerprint: Bytes,
 ): Promise<ForwardedPage> {
   const requested = options.partitions ?? Array.from({ length: store.partitions }, (_, i) => i);
-  const byOwner = isForwarded(context) ? new Map<string, number[]>() : remotePartitions(context, store, requested);
+  const byOwner = isForwarded(context) ? new Map<string, number[]>() : remotePartitions(context, store, options, requested);
+  if (isForwarded(context)) return context.engine.page({ ...options, standbyFallback: true }, request);
   if (byOwner.size === 0) return context.engine.page(options, request);
   const remote = new Set([...byOwner.values()].flat());
-  const local = { ...options, partitions: requested.filter((p) => !remote.has(p)) };
+  // Standbys kept here answer for owners that failed just now (remotePartitions left them here).
+  const local = { ...options, partitions: requested.filter((p) => !remote.has(p)), standbyFallback: true };
   const pages = await Promise.all([
     context.engine.page(local, request),
-    ...[...byOwner].map(([owner, partitions]) => forwardPage(owner, store, options, request, fingerprint, partitions, context.options.peer)),
+    ...[...byOwner].map(async ([owner, partitions]) => {
+      const page = await forwardPage(owner, store, options, request, fingerprint, partitions, context.options.peer);
+      if (page.partitions.every((p) => p.failure?.reason === 'FORWARD_FAILED')) context.options.peer.health?.markDown(owner);
+      else context.options.peer.health?.markUp(owner);
+      return page;
+    }),
   ]);
   const merged = mergePages(pages, request);
   const outcomes = new Map<number, PartitionOutcome>(pages.flatMap((page) => page.partitions.map((o) => [o.partition, o] as const)));
@@ -39,13 +46,27 @@ export async function gatherPage(
   return { entries: merged.entries, hasMore: merged.hasMore, partitions: requested.map((p) => outcomes.get(p)!) };
 }
 
-/** owner → the requested partitions it hosts, for those not hosted here and whose owner is known. */
-function remotePartitions(context: GatewayContext, store: StoreDescriptor, requested: readonly number[]): Map<string, number[]> {
+/**
+ * peer → the requested partitions it is asked for: each partition's owner, for those not active
+ * here; a standby (KIP-535) where the owner failed a forward just now (PeerHealth) — the one
+ * kept here (the partition stays local), else the first standby host not failing too — or where
+ * the caller's maxLag lets the standby kept here answer.
+ */
+function remotePartitions(context: GatewayContext, store: StoreDescriptor, options: QueryOptions, requested: readonly number[]): Map<string, number[]> {
   const byOwner = new Map<string, number[]>();
+  const health = context.options.peer.health;
+  const down = (url: string): boolean => health?.isDown(url) === true;
   for (const partition of requested) {
     if (!Number.isInteger(partition) || partition < 0 || partition >= store.partitions) continue; // DOES_NOT_EXIST, locally
-    if (context.provider.localPartition(store.name, partition) !== undefined) continue;
-    const owner = context.provider.remoteOwner?.(store.name, partition);
+    const here = context.provider.localPartition(store.name, partition);
+    if (here?.active === true) continue;
+    const withinLag = here !== undefined && options.maxLag !== undefined && (here.lag?.offsets ?? 0) <= options.maxLag;
+    if (withinLag) continue;
+    let owner = context.provider.remoteOwner?.(store.name, partition);
+    if (owner !== undefined && down(owner)) {
+      if (here !== undefined) continue;
+      owner = context.provider.remoteStandbys?.(store.name, partition).find((url) => !down(url)) ?? owner;
+    }
     if (owner === undefined) continue; // NOT_PRESENT without an owner, locally
     let list = byOwner.get(owner);
     if (list === undefined) byOwner.set(owner, (list = []));

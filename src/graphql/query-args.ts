@@ -21,6 +21,7 @@ export interface CommonArgs {
   readonly allowStale?: boolean | null;
   readonly executionInfo?: boolean | null;
   readonly partitions?: readonly number[] | null;
+  readonly maxLag?: number | null;
 }
 
 export interface PageArgs extends CommonArgs {
@@ -59,6 +60,10 @@ export function toQueryOptions(args: CommonArgs, options: ResolvedGatewayOptions
     throw new IqgateError('INVALID_ARGUMENT', `boundTimeoutMs must be between 0 and ${options.maxBoundTimeoutMs}.`);
   }
   const partitions = partitionsArg(args.partitions, options);
+  const maxLag = args.maxLag;
+  if (maxLag != null && (!Number.isSafeInteger(maxLag) || maxLag < 0)) {
+    throw new IqgateError('INVALID_ARGUMENT', `maxLag must be a non-negative integer (changelog offsets a standby may be behind); got ${String(maxLag)}.`);
+  }
   const result: QueryOptions = {
     store: args.store,
     ...(partitions === undefined ? {} : { partitions }),
@@ -68,6 +73,7 @@ export function toQueryOptions(args: CommonArgs, options: ResolvedGatewayOptions
     allowStale: args.allowStale ?? false,
     readCommitted: args.readCommitted ?? true,
     executionInfo: args.executionInfo ?? false,
+    ...(maxLag == null ? {} : { maxLag }),
   };
   // A getter in a literal (not defineProperty, which leaves a slow dictionary-mode object).
   return request === undefined
@@ -90,6 +96,7 @@ export function loaderSignature(options: QueryOptions): string {
     options.requireActive,
     options.allowStale,
     options.executionInfo,
+    options.maxLag ?? null,
   ]);
 }
 

@@ -40,6 +40,9 @@ function partitionResult(outcome: PartitionOutcome): Record<string, unknown> {
     position: outcome.position ?? null,
     failure: outcome.failure ?? null,
     executionInfo: outcome.executionInfo ?? null,
+    standby: outcome.standby === true,
+    lag: outcome.lag ?? null,
+    servedBy: outcome.servedBy ?? null,
   };
 }
 
@@ -164,6 +167,7 @@ export const queryResolvers = {
           taskId: local.taskId,
           state: local.taskState,
           active: local.active,
+          standbyLag: local.lag ?? null,
           committedPosition: () => local.store.committedPosition().copy(),
           uncommittedPosition: () => local.store.uncommittedPosition().copy(),
         });

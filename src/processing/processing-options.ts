@@ -56,6 +56,16 @@ export const processingOptionsSchema = z.object({
   startupRetryMaxMs: z.number().int().positive().default(30_000),
   /** Give up start-up after this many attempts (default: retry until stopped). */
   startupMaxAttempts: z.number().int().positive().optional(),
+  /**
+   * Standby replicas of each task kept on other instances (num.standby.replicas; default 0):
+   * they tail the task's changelogs into their own state directory, answer queries when the
+   * active owner cannot (with their lag), and make a move of the task restore only the tail
+   * (standby-tasks.ts). Needs advertisedUrl on every instance: the owner map they are placed by
+   * is learned from the advertised URLs.
+   */
+  numStandbyReplicas: z.number().int().min(0).max(16).default(0),
+  /** How often a standby reads its changelogs' ends and catches up to them (ms). */
+  standbyPollMs: z.number().int().min(10).max(60_000).default(100),
 });
 
 export type ProcessingOptionsInput = z.input<typeof processingOptionsSchema>;

@@ -28,6 +28,7 @@ import { FatalTaskError, StreamTask, type CommitOutcome, type CommitStep, type T
 import type { Topology } from './topology.js';
 import { planSubTopologies, sinkTopicsOf, type SubTopologyPlan } from './sub-topology-plan.js';
 import { revokedReason, shutdownReason } from './task-close-reason.js';
+import { StandbyTasks, type StandbyTaskView } from './standby-tasks.js';
 import { TaskOpener } from './task-opener.js';
 import { TaskRecovery } from './task-recovery.js';
 import { taskIdFor } from './topic-names.js';
@@ -84,6 +85,11 @@ export interface TaskManagerDeps {
   readonly pacer?: ProcessingPacer;
   /** Partition count of each internal repartition topic (their sinks write packs: options.packRepartition). */
   readonly repartitionPartitions?: ReadonlyMap<string, number>;
+  /**
+   * The tasks this instance should keep standby replicas of now (standby-placement.ts over the
+   * group's owner map); without it, or with options.numStandbyReplicas 0, none.
+   */
+  readonly standbyPlacement?: () => ReadonlyArray<{ readonly subTopology: number; readonly partition: number }>;
 }
 
 /**
@@ -151,6 +157,8 @@ export class TaskManager implements ConsumerHandlers {
    * transactions (kafkajs), or at-least-once.
    */
   private readonly committer: InstanceCommitter | null;
+  /** Standby replicas kept here (numStandbyReplicas > 0 with a placement), else null. */
+  private readonly standbys: StandbyTasks | null;
 
   constructor(private readonly deps: TaskManagerDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -185,6 +193,19 @@ export class TaskManager implements ConsumerHandlers {
       options, ports: deps.ports, engine: deps.engine, logger: deps.logger, clock: this.clock,
       onRestoreProgress: (p) => this.deps.events.onRestoreProgress?.(p),
       ...(this.committer === null || streamProducer === undefined ? {} : { createProducer: () => instanceProducerOf(this.committer!, streamProducer.transactionalId) }),
+    });
+    const placement = deps.standbyPlacement;
+    this.standbys = options.numStandbyReplicas === 0 || placement === undefined ? null : new StandbyTasks({
+      plans: this.plans,
+      engine: deps.engine,
+      admin: deps.ports.admin,
+      reader: deps.ports.changelogReader,
+      control: this.control,
+      logger: deps.logger,
+      clock: this.clock,
+      pollMs: options.standbyPollMs,
+      wanted: placement,
+      isActive: (taskId) => this.tasks.has(taskId),
     });
     this.recovery = new TaskRecovery({
       options, ports: deps.ports, logger: deps.logger,
@@ -245,6 +266,7 @@ export class TaskManager implements ConsumerHandlers {
     // the first task opens — every task's open waits for it (bench:restart). A failure here is
     // only early: the first task's open asks again.
     this.committer?.ready().catch(() => undefined);
+    this.standbys?.start();
   }
 
   // ---- consumer callbacks (synchronous, called by the group consumer adapter) ----
@@ -399,6 +421,9 @@ export class TaskManager implements ConsumerHandlers {
     }
     const consumer = this.deps.ports.consumer;
     for (const [id, { plan, partition }] of wanted) {
+      // A standby of the task kept here closes first (its close is queued before the open below):
+      // the active opens the same stores, caught up to where the standby got.
+      this.standbys?.release(id);
       const existing = this.tasks.get(id);
       if (existing !== undefined && existing.revoked) {
         // Lost with its member's session (onRevoked), assigned again: re-open from what is committed.
@@ -703,6 +728,7 @@ export class TaskManager implements ConsumerHandlers {
   /** Stops taking fetched records and scheduling commits (the interval timer, the uncommitted-bytes limit). */
   private stopScheduling(): void {
     if (!this.failed) this.moveTo('STOPPING');
+    this.standbys?.stop();
     if (this.commitTimer !== null) clearInterval(this.commitTimer);
     this.unsubscribeCommitNeeded?.();
   }
@@ -759,6 +785,16 @@ export class TaskManager implements ConsumerHandlers {
   /** What the query layer needs: each local task with its state and stores. */
   localTasks(): StreamTask[] {
     return [...this.tasks.values()];
+  }
+
+  /** The standby replicas kept here (none without numStandbyReplicas). */
+  standbyTasks(): StandbyTaskView[] {
+    return this.standbys?.all() ?? [];
+  }
+
+  /** The standby of `taskId` kept here, if any. */
+  standbyTask(taskId: string): StandbyTaskView | undefined {
+    return this.standbys?.get(taskId);
   }
 }
 

@@ -26,6 +26,7 @@ import {
   type PartitionOutcome,
   type QueryOptions,
   type QueryType,
+  type ReplicaLag,
   type ScanSpec,
 } from './query-types.js';
 import { isServing, type LocalStorePartition, type StateProvider, type StoreDescriptor } from './state-provider.js';
@@ -40,6 +41,14 @@ interface Opened {
   readonly partition: number;
   readonly view: ReadView;
   readonly info: string[];
+  /** Who answers: a standby (with its lag) or the active task. */
+  readonly served: Served;
+}
+
+interface Served {
+  readonly standby?: boolean;
+  readonly lag?: ReplicaLag;
+  readonly servedBy?: string;
 }
 
 export interface QueryEngineOptions {
@@ -105,7 +114,7 @@ export class QueryEngine {
             const value = values[j];
             lookups[i] = value === undefined ? { key: keys[i]!, partition: entry.partition } : { key: keys[i]!, partition: entry.partition, value };
           });
-          outcomes.push(outcome(entry.partition, options, entry.info, entry.view.position));
+          outcomes.push(outcome(entry.partition, options, entry.info, entry.view.position, undefined, entry.served));
         } catch (error) {
           const failure = this.storeException(error, entry.partition);
           for (const i of indexes) lookups[i] = { key: keys[i]!, partition: entry.partition, failure };
@@ -165,7 +174,7 @@ export class QueryEngine {
       if ('failure' in entry) return outcome(entry.partition, options, entry.info, undefined, entry.failure);
       const failure = failures.get(entry.partition);
       entry.info.push(`merged scan ${failure === undefined ? 'completed' : 'failed'} in ${elapsed(started)}`);
-      return outcome(entry.partition, options, entry.info, failure === undefined ? entry.view.position : undefined, failure);
+      return outcome(entry.partition, options, entry.info, failure === undefined ? entry.view.position : undefined, failure, entry.served);
     });
     return { entries, hasMore, partitions: outcomes };
   }
@@ -182,10 +191,23 @@ export class QueryEngine {
       return fail('DOES_NOT_EXIST', `Store ${store.name} has partitions 0..${store.partitions - 1}.`);
     }
     const local = this.provider.localPartition(store.name, partition);
-    if (local === undefined) {
+    if (local === undefined || !local.active) {
+      // Not active here: the owner answers, or a standby (KIP-535) — this one first when the
+      // caller bounds the lag and it is within the bound, or when the owner cannot answer.
       const owner = this.provider.remoteOwner?.(store.name, partition);
-      if (owner === undefined) return fail('NOT_PRESENT', `Partition ${partition} of ${store.name} is not hosted on this instance.`);
-      return { ok: false, partition, failure: { reason: 'NOT_PRESENT', message: `Partition ${partition} of ${store.name} is hosted by ${owner}.`, owner }, info };
+      const lagOk = local?.lag === undefined || options.maxLag === undefined || local.lag.offsets <= options.maxLag;
+      const serveHere = local !== undefined && lagOk && (options.maxLag !== undefined || options.standbyFallback === true || owner === undefined);
+      if (local === undefined || !serveHere) {
+        const standbys = this.provider.remoteStandbys?.(store.name, partition) ?? [];
+        const elsewhere = { ...(standbys.length === 0 ? {} : { standbys }), ...(local !== undefined && lagOk ? { standbyHere: true } : {}) };
+        if (owner !== undefined) {
+          return { ok: false, partition, failure: { reason: 'NOT_PRESENT', message: `Partition ${partition} of ${store.name} is hosted by ${owner}.`, owner, ...elsewhere }, info };
+        }
+        if (local !== undefined) {
+          return { ok: false, partition, failure: { reason: 'NOT_UP_TO_BOUND', message: `The standby of partition ${partition} here is ${local.lag!.offsets} changelog offsets behind, more than maxLag ${options.maxLag!}.`, ...elsewhere }, info };
+        }
+        return { ok: false, partition, failure: { reason: 'NOT_PRESENT', message: `Partition ${partition} of ${store.name} is not hosted on this instance.`, ...elsewhere }, info };
+      }
     }
     if (type !== 'key' && type !== 'range' && type !== 'prefix') return fail('UNKNOWN_QUERY_TYPE', `Unsupported query type ${String(type)}.`);
     if (options.requireActive && !local.active) return fail('NOT_ACTIVE', `Partition ${partition} is a standby here.`);
@@ -237,8 +259,14 @@ export class QueryEngine {
           info: admission.info,
         };
       }
-      admission.info.push(`${options.readCommitted ? 'committed' : 'uncommitted'} view of task ${admission.local.taskId}`);
-      return { partition: admission.partition, view, info: admission.info };
+      const { local } = admission;
+      admission.info.push(`${options.readCommitted ? 'committed' : 'uncommitted'} view of ${local.active ? 'task' : 'the standby of task'} ${local.taskId}`);
+      const self = this.provider.selfUrl?.();
+      const served: Served = {
+        ...(local.active ? {} : { standby: true, ...(local.lag === undefined ? {} : { lag: local.lag }) }),
+        ...(self === undefined ? {} : { servedBy: self }),
+      };
+      return { partition: admission.partition, view, info: admission.info, served };
     });
   }
 }
@@ -300,9 +328,10 @@ async function* tag(iterator: AsyncIterableIterator<KeyValue>, partition: number
   for await (const kv of iterator) yield { key: kv.key, value: kv.value, partition };
 }
 
-function outcome(partition: number, options: QueryOptions, info: string[], position?: Position, failure?: PartitionFailure): PartitionOutcome {
+function outcome(partition: number, options: QueryOptions, info: string[], position?: Position, failure?: PartitionFailure, served?: Served): PartitionOutcome {
   return {
     partition,
+    ...served,
     ...(position === undefined ? {} : { position }),
     ...(failure === undefined ? {} : { failure }),
     ...(options.executionInfo ? { executionInfo: info } : {}),

@@ -25,6 +25,21 @@ export interface PartitionFailure {
   readonly message: string;
   /** NOT_PRESENT / FORWARD_FAILED: the GraphQL URL of the instance hosting the partition, when known. */
   readonly owner?: string;
+  /**
+   * NOT_PRESENT: where the partition's standby replicas are, in order of preference — the URLs
+   * of other instances, and `local` when this instance keeps one — for a caller to fall back on
+   * when the owner cannot answer.
+   */
+  readonly standbys?: readonly string[];
+  readonly standbyHere?: boolean;
+}
+
+/** How far a standby replica is behind (KIP-535's offset and time lag); an active has none. */
+export interface ReplicaLag {
+  /** Changelog offsets behind the changelog's committed end, as of the standby's last poll. */
+  readonly offsets: number;
+  /** Milliseconds since the standby was last known to be caught up. */
+  readonly timeMs: number;
 }
 
 export type QueryType = 'key' | 'range' | 'prefix';
@@ -48,6 +63,17 @@ export interface QueryOptions {
   readonly executionInfo: boolean;
   /** Aborted when the caller has gone away (the HTTP request closed): waits for the bound end at once. */
   readonly signal?: AbortSignal;
+  /**
+   * KIP-535: a standby replica may answer when it is at most this many changelog offsets
+   * behind; one within it answers before the active owner is asked (it is here, or nearer).
+   * Absent: standbys answer only when the active owner cannot (standbyFallback).
+   */
+  readonly maxLag?: number;
+  /**
+   * A standby kept here answers even though an active owner is known elsewhere: the caller tried
+   * the owner and it failed, or this request was itself forwarded (it goes no further).
+   */
+  readonly standbyFallback?: boolean;
 }
 
 /** How a partition answered: the Position it was served at, or a typed failure. */
@@ -56,6 +82,11 @@ export interface PartitionOutcome {
   readonly position?: Position;
   readonly failure?: PartitionFailure;
   readonly executionInfo?: readonly string[];
+  /** True when a standby replica answered (with its lag). */
+  readonly standby?: boolean;
+  readonly lag?: ReplicaLag;
+  /** The URL of the instance that answered, when known (this one's advertised URL, or a peer's). */
+  readonly servedBy?: string;
 }
 
 export interface KeyLookup {

@@ -4,6 +4,7 @@
  * StoreEngine's TaskStores for tests and embedding. The engine only reads through it.
  */
 import type { KeyValueStorePartition, Serde } from '../store/types.js';
+import type { ReplicaLag } from './query-types.js';
 import type { InstanceMonitor } from './instance-monitor.js';
 
 /** Task states as Kafka Streams names them; only RUNNING tasks serve by default. */
@@ -28,6 +29,8 @@ export interface LocalStorePartition {
   readonly taskState: TaskState;
   /** False for a standby replica (IQv2's requireActive fails it with NOT_ACTIVE). */
   readonly active: boolean;
+  /** A standby's lag. */
+  readonly lag?: ReplicaLag;
 }
 
 export interface TaskDescriptor {
@@ -35,6 +38,8 @@ export interface TaskDescriptor {
   readonly state: TaskState;
   readonly active: boolean;
   readonly stores: ReadonlyArray<{ readonly storeName: string; readonly partition: number }>;
+  /** A standby's lag. */
+  readonly lag?: ReplicaLag;
 }
 
 export interface StateProvider {
@@ -56,6 +61,14 @@ export interface StateProvider {
    * without it, every non-local partition is plainly NOT_PRESENT and nothing is forwarded.
    */
   remoteOwner?(storeName: string, partition: number): string | undefined;
+  /**
+   * The GraphQL URLs of the other instances keeping standby replicas of this partition, in
+   * order of preference (Kafka Streams' KeyQueryMetadata.standbyHosts, this one left out).
+   * Optional: without it, no standby elsewhere is asked.
+   */
+  remoteStandbys?(storeName: string, partition: number): readonly string[];
+  /** This instance's advertised URL, named in answers as the one that served them. Optional. */
+  selfUrl?(): string | undefined;
   /**
    * Why the instance is out of its consumer group right now (e.g. BROKER_UNAVAILABLE while the
    * broker is away), or undefined while it is in. Optional: without it, none is reported.

@@ -14,6 +14,7 @@ import type {
   TaskDescriptor,
   TaskState,
 } from './state-provider.js';
+import type { ReplicaLag } from './query-types.js';
 
 export interface StaticStateProviderOptions {
   readonly stores: ReadonlyArray<{
@@ -30,6 +31,8 @@ interface TaskEntry {
   readonly tasks: TaskStores;
   state: TaskState;
   readonly active: boolean;
+  /** A standby's lag (setLag). */
+  lag?: ReplicaLag;
 }
 
 export class StaticStateProvider implements StateProvider {
@@ -39,6 +42,9 @@ export class StaticStateProvider implements StateProvider {
   private kafkaErrorNow: InstanceError | undefined;
   /** store name → partition → owner URL (setRemoteOwner). */
   private readonly owners = new Map<string, Map<number, string>>();
+  /** store name → partition → the URLs of standbys elsewhere (setRemoteStandbys). */
+  private readonly standbyUrls = new Map<string, Map<number, readonly string[]>>();
+  private self: string | undefined;
 
   constructor(options: StaticStateProviderOptions) {
     this.descriptors = new Map();
@@ -52,11 +58,11 @@ export class StaticStateProvider implements StateProvider {
   }
 
   /** Hosts the store partitions of `tasks` here. Throws STORE_NOT_FOUND for an undeclared store. */
-  addTask(tasks: TaskStores, options: { state?: TaskState; active?: boolean } = {}): void {
+  addTask(tasks: TaskStores, options: { state?: TaskState; active?: boolean; lag?: ReplicaLag } = {}): void {
     for (const name of tasks.storeNames()) {
       if (!this.descriptors.has(name)) throw new IqgateError('STORE_NOT_FOUND', `task ${tasks.taskId} has undeclared store ${name}`);
     }
-    this.taskEntries.set(tasks.taskId, { tasks, state: options.state ?? 'RUNNING', active: options.active ?? true });
+    this.taskEntries.set(tasks.taskId, { tasks, state: options.state ?? 'RUNNING', active: options.active ?? true, ...(options.lag === undefined ? {} : { lag: options.lag }) });
   }
 
   removeTask(taskId: string): void {
@@ -78,8 +84,35 @@ export class StaticStateProvider implements StateProvider {
   }
 
   remoteOwner(storeName: string, partition: number): string | undefined {
-    if (this.localPartition(storeName, partition) !== undefined) return undefined;
+    if (this.localPartition(storeName, partition)?.active === true) return undefined;
     return this.owners.get(storeName)?.get(partition);
+  }
+
+  /** A standby task's lag as its queries report it. */
+  setLag(taskId: string, lag: ReplicaLag): void {
+    const entry = this.taskEntries.get(taskId);
+    if (entry === undefined) throw new TypeError(`unknown task ${taskId}`);
+    entry.lag = lag;
+  }
+
+  /** Declares where else standbys of this partition are kept. */
+  setRemoteStandbys(storeName: string, partition: number, urls: readonly string[]): void {
+    let byPartition = this.standbyUrls.get(storeName);
+    if (byPartition === undefined) this.standbyUrls.set(storeName, (byPartition = new Map()));
+    byPartition.set(partition, urls);
+  }
+
+  remoteStandbys(storeName: string, partition: number): readonly string[] {
+    return this.standbyUrls.get(storeName)?.get(partition) ?? [];
+  }
+
+  /** The URL answers name as this instance's. */
+  setSelfUrl(url: string | undefined): void {
+    this.self = url;
+  }
+
+  selfUrl(): string | undefined {
+    return this.self;
   }
 
   setInstanceState(state: InstanceState): void {
@@ -112,7 +145,7 @@ export class StaticStateProvider implements StateProvider {
     for (const [taskId, entry] of this.taskEntries) {
       if (!entry.tasks.storeNames().includes(storeName)) continue;
       const store = entry.tasks.store(storeName);
-      if (store.partition === partition) return { store, taskId, taskState: entry.state, active: entry.active };
+      if (store.partition === partition) return { store, taskId, taskState: entry.state, active: entry.active, ...(entry.lag === undefined ? {} : { lag: entry.lag }) };
     }
     return undefined;
   }
@@ -122,6 +155,7 @@ export class StaticStateProvider implements StateProvider {
       taskId,
       state: entry.state,
       active: entry.active,
+      ...(entry.lag === undefined ? {} : { lag: entry.lag }),
       stores: entry.tasks.storeNames().map((storeName) => ({ storeName, partition: entry.tasks.store(storeName).partition })),
     }));
   }

@@ -60,16 +60,24 @@ export class RuntimeStateProvider implements StateProvider {
   localPartition(storeName: string, partition: number): LocalStorePartition | undefined {
     const local = this.runtime.localStore(storeName, partition);
     if (local === undefined) return undefined;
-    // iqgate runs no standby replicas yet: every hosted task is active.
-    return { store: local.store, taskId: local.taskId, taskState: local.taskState, active: true };
+    return { store: local.store, taskId: local.taskId, taskState: local.taskState, active: local.active, ...(local.lag === undefined ? {} : { lag: local.lag }) };
   }
 
-  /** The owner's advertised URL, from the group's metadata; never this instance's own. */
+  /** The owner's advertised URL, from the group's metadata; never this instance's own, nor one while the active task is here. */
   remoteOwner(storeName: string, partition: number): string | undefined {
-    if (this.localPartition(storeName, partition) !== undefined) return undefined;
+    if (this.runtime.localStore(storeName, partition)?.active === true) return undefined;
     const url = this.runtime.storeOwner(storeName, partition);
     // Assigned here but the task is not open yet: not remote (forwarding to ourselves is useless).
     return url === undefined || url === this.runtime.advertisedUrl() ? undefined : url;
+  }
+
+  remoteStandbys(storeName: string, partition: number): readonly string[] {
+    const self = this.runtime.advertisedUrl();
+    return this.runtime.storeStandbys(storeName, partition).filter((url) => url !== self);
+  }
+
+  selfUrl(): string | undefined {
+    return this.runtime.advertisedUrl();
   }
 
   tasks(): readonly TaskDescriptor[] {
@@ -79,11 +87,19 @@ export class RuntimeStateProvider implements StateProvider {
       list.push({ storeName: local.storeName, partition: local.partition });
       storesOfTask.set(local.taskId, list);
     }
-    return this.runtime.localTasks().map((task) => ({
+    const active = this.runtime.localTasks().map((task) => ({
       taskId: task.id,
       state: task.state,
       active: true,
       stores: storesOfTask.get(task.id) ?? [],
     }));
+    const standby = this.runtime.standbyTasks().map((task) => ({
+      taskId: task.id,
+      state: 'RUNNING' as const,
+      active: false,
+      stores: (task.stores?.storeNames() ?? []).map((storeName) => ({ storeName, partition: task.partition })),
+      lag: task.lag(),
+    }));
+    return [...active, ...standby];
   }
 }

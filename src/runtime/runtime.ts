@@ -34,6 +34,8 @@ import { QueryShare } from './query-share.js';
 import { ownedRepartitionPartitions } from './owned-partitions.js';
 import { RepartitionPurger } from './repartition-purger.js';
 import { StartupRetry } from './startup-retry.js';
+import type { TaskPlacement } from '../processing/standby-placement.js';
+import type { StandbyTaskView } from '../processing/standby-tasks.js';
 import { StoreLocator, type LocalStore, type TaskOwner } from './store-locator.js';
 import { performance } from 'node:perf_hooks';
 
@@ -140,6 +142,7 @@ export class Runtime {
       topology: this.topology,
       applicationId: this.options.applicationId,
       tasks: () => this.manager?.tasks,
+      standby: (taskId) => this.manager?.standbyTask(taskId),
       owners: () => this.ports?.consumer.partitionOwners?.() ?? [],
     });
     this.monitor = new RuntimeMonitor({ options: this.options, topology: this.topology, metrics: this.metrics, kafka: () => this.ports });
@@ -166,6 +169,9 @@ export class Runtime {
     const o = this.options;
     const groups = sourceTopicGroups(this.topology, o.applicationId);
     try {
+      if (o.numStandbyReplicas > 0 && this.advertised === undefined) {
+        throw new IqgateError('INVALID_CONFIG', 'numStandbyReplicas needs advertisedUrl: standby replicas are placed by the group\'s owner map, which instances learn from the URLs they advertise');
+      }
       // The state directory first: one that another instance holds (STATE_DIR_LOCKED) or that
       // this process cannot write (STATE_DIR_NOT_WRITABLE) stops start-up before anything —
       // topics, the instance id file, the consumer group — is touched.
@@ -198,6 +204,7 @@ export class Runtime {
         logger: this.logger.child({ component: 'tasks' }),
         pacer: this.queryShare,
         repartitionPartitions: this.partitionsOfRepartition,
+        standbyPlacement: () => this.standbyPlacement(),
         events: {
           onInstanceCommit: (outcome) => {
             this.monitor.committed(outcome.taskIds, outcome.durationMs, outcome.records);
@@ -459,6 +466,18 @@ export class Runtime {
     return this.locator.partitionOwners();
   }
 
+  /** The tasks this instance keeps standbys of, as placed over the owner map (standby-placement.ts). */
+  private standbyPlacement(): TaskPlacement[] {
+    const self = this.advertised;
+    if (self === undefined || this.options.numStandbyReplicas === 0) return [];
+    return this.locator.placements(this.options.numStandbyReplicas).filter((p) => p.standbys.includes(self));
+  }
+
+  /** The URLs keeping standbys of partition `partition` of a store (maybe this one), in order of preference. */
+  storeStandbys(storeName: string, partition: number): readonly string[] {
+    return this.locator.storeStandbys(storeName, partition, this.options.numStandbyReplicas);
+  }
+
   /** The URL of the instance hosting partition `partition` of a store (maybe this one); undefined when unknown. */
   storeOwner(storeName: string, partition: number): string | undefined {
     return this.locator.storeOwner(storeName, partition);
@@ -496,6 +515,11 @@ export class Runtime {
 
   localTasks(): ReadonlyArray<Pick<StreamTask, 'id' | 'partition' | 'state'>> {
     return this.manager?.localTasks() ?? [];
+  }
+
+  /** The standby replicas kept here (numStandbyReplicas), with their lag. */
+  standbyTasks(): readonly StandbyTaskView[] {
+    return this.manager?.standbyTasks() ?? [];
   }
 
   /** Bytes held uncommitted by all tasks (write batches, also those being committed, and dirty cache entries): KIP-892's figure, against `uncommittedMaxBytes`. */

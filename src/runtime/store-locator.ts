@@ -6,6 +6,8 @@
  * while the Runtime is about lifecycle and wiring.
  */
 import type { PartitionOwner } from '../processing/ports.js';
+import { placeStandbys, type TaskPlacement } from '../processing/standby-placement.js';
+import type { StandbyLag, StandbyTaskView } from '../processing/standby-tasks.js';
 import type { StreamTask } from '../processing/stream-task.js';
 import type { TaskState } from '../processing/task-state.js';
 import { taskIdFor } from '../processing/topic-names.js';
@@ -26,6 +28,9 @@ export interface LocalStore {
   readonly taskId: string;
   readonly taskState: TaskState;
   readonly store: KeyValueStorePartition;
+  /** False for a standby replica, which answers with its lag. */
+  readonly active: boolean;
+  readonly lag?: StandbyLag;
 }
 
 export interface StoreLocatorSources {
@@ -33,12 +38,15 @@ export interface StoreLocatorSources {
   readonly applicationId: string;
   /** The tasks hosted here by id; undefined before start. */
   readonly tasks: () => ReadonlyMap<string, StreamTask> | undefined;
+  /** The standby of a task kept here, if any. */
+  readonly standby?: (taskId: string) => StandbyTaskView | undefined;
   /** The group's partition owners as the consumer last learned them (empty without). */
   readonly owners: () => readonly PartitionOwner[];
 }
 
 export class StoreLocator {
   private ownersCache: { readonly source: readonly PartitionOwner[]; readonly tasks: TaskOwner[] } | null = null;
+  private placementCache: { readonly source: readonly TaskOwner[]; readonly replicas: number; readonly placements: TaskPlacement[]; readonly byTask: Map<string, TaskPlacement> } | null = null;
 
   constructor(private readonly sources: StoreLocatorSources) {}
 
@@ -49,7 +57,7 @@ export class StoreLocator {
       const stores = task.stores;
       if (stores === null) continue;
       for (const storeName of stores.storeNames()) {
-        result.push({ storeName, partition: task.partition, taskId: task.id, taskState: task.state, store: stores.store(storeName) });
+        result.push({ storeName, partition: task.partition, taskId: task.id, taskState: task.state, store: stores.store(storeName), active: true });
       }
     }
     return result;
@@ -58,10 +66,39 @@ export class StoreLocator {
   /** A map lookup (task id = sub-topology + partition), since every key query asks and a process may host 1000 tasks. */
   localStore(storeName: string, partition: number): LocalStore | undefined {
     const sub = this.subTopologyOfStore(storeName);
-    const task = sub === undefined ? undefined : this.sources.tasks()?.get(taskIdFor(sub, partition));
-    const stores = task?.stores ?? null;
-    if (task === undefined || stores === null || !stores.storeNames().includes(storeName)) return undefined;
-    return { storeName, partition, taskId: task.id, taskState: task.state, store: stores.store(storeName) };
+    if (sub === undefined) return undefined;
+    const taskId = taskIdFor(sub, partition);
+    const task = this.sources.tasks()?.get(taskId);
+    if (task !== undefined) {
+      const stores = task.stores;
+      if (stores === null || !stores.storeNames().includes(storeName)) return undefined;
+      return { storeName, partition, taskId: task.id, taskState: task.state, store: stores.store(storeName), active: true };
+    }
+    const standby = this.sources.standby?.(taskId);
+    const stores = standby?.stores ?? null;
+    if (standby === undefined || stores === null || !stores.storeNames().includes(storeName)) return undefined;
+    return { storeName, partition, taskId, taskState: 'RUNNING', store: stores.store(storeName), active: false, lag: standby.lag() };
+  }
+
+  /** Every owned task with the URLs of its standby hosts (standby-placement.ts); one placement per owner map. */
+  placements(replicas: number): TaskPlacement[] {
+    return this.placementsOf(replicas).placements;
+  }
+
+  /** The URLs keeping standbys of partition `partition` of a store, in order of preference (maybe this instance's). */
+  storeStandbys(storeName: string, partition: number, replicas: number): readonly string[] {
+    const sub = this.subTopologyOfStore(storeName);
+    if (sub === undefined || replicas === 0) return [];
+    return this.placementsOf(replicas).byTask.get(taskIdFor(sub, partition))?.standbys ?? [];
+  }
+
+  private placementsOf(replicas: number): { placements: TaskPlacement[]; byTask: Map<string, TaskPlacement> } {
+    const owners = this.partitionOwners();
+    if (this.placementCache?.source === owners && this.placementCache.replicas === replicas) return this.placementCache;
+    const placements = placeStandbys(owners, replicas);
+    const byTask = new Map(placements.map((p) => [taskIdFor(p.subTopology, p.partition), p]));
+    this.placementCache = { source: owners, replicas, placements, byTask };
+    return this.placementCache;
   }
 
   /** The consumer's partition owners mapped to tasks (sub-topology, partition), sorted; one mapping per list. */
