@@ -105,7 +105,8 @@ async function forwardRemote(context: GatewayContext, options: QueryOptions, ans
   answers.forEach((answer, index) => {
     const failure = answer.lookup.failure;
     if (failure?.reason !== 'NOT_PRESENT') return;
-    if (failure.standbyHere === true || failure.standbys !== undefined) placed.set(index, failure);
+    // requireActive: a standby's answer would only be NOT_ACTIVE; the owner's failure stands.
+    if (!options.requireActive && (failure.standbyHere === true || failure.standbys !== undefined)) placed.set(index, failure);
     if (failure.owner === undefined) return;
     if (health?.isDown(failure.owner) === true && placed.has(index)) {
       fallback.push(index);
@@ -122,7 +123,7 @@ async function forwardRemote(context: GatewayContext, options: QueryOptions, ans
       const forwarded = await forwardToPeer(context, owner, store, options, indexes.map((i) => answers[i]!.lookup));
       indexes.forEach((i, j) => {
         answers[i] = forwarded[j]!;
-        if (placed.has(i) && ownerCouldNotAnswer(forwarded[j]!, options)) fallback.push(i);
+        if (placed.has(i) && ownerCouldNotAnswer(forwarded[j]!)) fallback.push(i);
       });
     }),
   );
@@ -130,9 +131,9 @@ async function forwardRemote(context: GatewayContext, options: QueryOptions, ans
   return answers;
 }
 
-function ownerCouldNotAnswer(answer: KeyAnswer, options: QueryOptions): boolean {
+function ownerCouldNotAnswer(answer: KeyAnswer): boolean {
   const reason = answer.lookup.failure?.reason;
-  return reason === 'FORWARD_FAILED' || (reason === 'NOT_ACTIVE' && !options.requireActive);
+  return reason === 'FORWARD_FAILED' || reason === 'NOT_ACTIVE';
 }
 
 /** forwardKeys, noting in PeerHealth whether the peer answered at all. */

@@ -26,8 +26,9 @@ export async function gatherPage(
 ): Promise<ForwardedPage> {
   const requested = options.partitions ?? Array.from({ length: store.partitions }, (_, i) => i);
   const byOwner = isForwarded(context) ? new Map<string, number[]>() : remotePartitions(context, store, options, requested);
-  if (isForwarded(context)) return context.engine.page({ ...options, standbyFallback: true }, request);
-  if (byOwner.size === 0) return context.engine.page(options, request);
+  // Every partition left here is active here, or has no other answer than the standby kept here
+  // (no owner known, the owner failed just now, or within maxLag), or this request was forwarded.
+  if (byOwner.size === 0) return context.engine.page({ ...options, standbyFallback: true }, request);
   const remote = new Set([...byOwner.values()].flat());
   // Standbys kept here answer for owners that failed just now (remotePartitions left them here).
   const local = { ...options, partitions: requested.filter((p) => !remote.has(p)), standbyFallback: true };

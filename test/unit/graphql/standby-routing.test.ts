@@ -1,0 +1,171 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- GraphQL responses are untyped JSON; the assertions are what check their shape. */
+/**
+ * Reads from standby replicas (KIP-535) through the gateway: instance `a` runs partitions 0 and 1
+ * and keeps standbys of 2 and 3 whose values differ from the active owner's (`{ n, standby: true }`),
+ * so every answer shows which copy it came from. The owner answers while it can; when it cannot,
+ * the standby kept here (or one elsewhere) answers, saying so, with its lag; `maxLag` lets a
+ * standby within it answer first; an owner that failed just now is not asked again for a while.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { serdes } from '../../../src/store/serdes.js';
+import type { StoreEngine, TaskStores } from '../../../src/store/types.js';
+import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
+import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
+import { createGateway } from '../../../src/graphql/create-gateway.js';
+import { gql, type Fetch } from './gateway-fixture.js';
+import { close, dispose, downUrl, instance, KEYS, listen, partitionOf, STORE, type Instance } from './routing-fixture.js';
+
+const GET_MANY = `query ($keys: [Key!]!, $maxLag: Int, $requireActive: Boolean) {
+  getMany(store: "words", keys: $keys, maxLag: $maxLag, requireActive: $requireActive) {
+    entries { key value found partition failure { reason owner standbys } }
+    partitions { partition failure { reason } standby lag { offsets timeMs } servedBy }
+  }
+}`;
+
+const LAG = { offsets: 5, timeMs: 300 };
+const remoteKeys = KEYS.filter((key) => partitionOf(key) >= 2);
+
+/** Opens standbys of `partitions` in `i`'s engine, each key's value `{ n, standby: true }`. */
+async function addStandbys(i: { provider: StaticStateProvider; engine: StoreEngine }, partitions: readonly number[]): Promise<TaskStores[]> {
+  const tasks: TaskStores[] = [];
+  for (const p of partitions) {
+    const task = await i.engine.openTask(`0_${p}`, [{ name: STORE.name, partition: p }]);
+    let offset = 0;
+    KEYS.forEach((key, n) => {
+      if (partitionOf(key) === p) task.store(STORE.name).put(serdes.string.serialize(key), serdes.json.serialize({ n, standby: true }), { topic: 'input', partition: p, offset: offset++ });
+    });
+    task.flush();
+    await task.commit({});
+    i.provider.addTask(task, { active: false, lag: LAG });
+    tasks.push(task);
+  }
+  return tasks;
+}
+
+/** A GraphQL endpoint that counts requests and answers HTTP 503 to each. */
+async function failing(): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
+  let hits = 0;
+  const { server, url } = await listen((_req, res) => {
+    hits += 1;
+    res.writeHead(503, { 'content-type': 'application/json' }).end('{"errors":[{"message":"down"}]}');
+  });
+  return { url, hits: () => hits, close: () => close(server) };
+}
+
+let a: Instance;
+let b: Instance;
+let standbyTasks: TaskStores[];
+
+beforeEach(async () => {
+  a = await instance([0, 1]);
+  b = await instance([2, 3]);
+  standbyTasks = await addStandbys(a, [2, 3]);
+  a.provider.setSelfUrl(a.url);
+  for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, b.url);
+});
+
+afterEach(async () => {
+  for (const task of standbyTasks) await task.close();
+  await dispose(a);
+  await dispose(b);
+});
+
+function valuesOf(result: any): Map<string, any> {
+  return new Map(result.data.getMany.entries.map((e: any) => [e.key, e.value]));
+}
+
+describe('standby replicas answer when the active owner cannot', () => {
+  it('asks the active owner while it answers, though a standby is kept here', async () => {
+    const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys });
+    expect(result.errors).toBeUndefined();
+    remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key) }));
+    for (const p of result.data.getMany.partitions) expect(p).toMatchObject({ standby: false, lag: null, servedBy: b.url, failure: null });
+    expect(b.requests).toEqual(['1']);
+  });
+
+  it('answers from the standby kept here, with its lag, when the owner is down; then does not ask the owner again for a while', async () => {
+    const owner = await failing();
+    try {
+      for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, owner.url);
+      for (let round = 0; round < 2; round++) {
+        const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys });
+        expect(result.errors).toBeUndefined();
+        remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+        expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: a.url })));
+      }
+      // The first request found the owner failing; the second went straight to the standby.
+      expect(owner.hits()).toBe(1);
+    } finally {
+      await owner.close();
+    }
+  });
+
+  it('lets a standby within maxLag answer before the owner is asked, and one beyond it not', async () => {
+    const within: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys, maxLag: LAG.offsets });
+    expect(within.data.getMany.partitions.map((p: any) => p.standby)).toEqual([true, true]);
+    expect(b.requests).toEqual([]);
+    const beyond: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys, maxLag: LAG.offsets - 1 });
+    remoteKeys.forEach((key) => expect(valuesOf(beyond).get(key)).toEqual({ n: KEYS.indexOf(key) }));
+    expect(beyond.data.getMany.partitions.map((p: any) => [p.standby, p.servedBy])).toEqual([[false, b.url], [false, b.url]]);
+  });
+
+  it('with requireActive, keeps the owner\'s failure rather than asking a standby', async () => {
+    const down = await downUrl();
+    for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, down);
+    const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys, requireActive: true });
+    for (const e of result.data.getMany.entries) expect(e).toMatchObject({ found: false, failure: { reason: 'FORWARD_FAILED', owner: down } });
+  });
+
+  it('forwards to a standby on another instance when the owner is down and none is kept here', async () => {
+    // c keeps standbys of 2 and 3; a keeps none now.
+    const engine = createInMemoryStoreEngine();
+    const provider = new StaticStateProvider({ stores: [STORE] });
+    const cTasks = await addStandbys({ provider, engine }, [2, 3]);
+    const gateway = createGateway({ provider, logging: false });
+    const c = await listen((req, res) => void gateway(req, res));
+    provider.setSelfUrl(c.url);
+    for (const task of standbyTasks.splice(0)) {
+      a.provider.removeTask(task.taskId);
+      await task.close();
+    }
+    const down = await downUrl();
+    for (const p of [2, 3]) {
+      a.provider.setRemoteOwner(STORE.name, p, down);
+      a.provider.setRemoteStandbys(STORE.name, p, [c.url]);
+    }
+    try {
+      const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys });
+      expect(result.errors).toBeUndefined();
+      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+      expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: c.url })));
+    } finally {
+      await close(c.server);
+      await gateway.dispose();
+      for (const task of cTasks) await task.close();
+      await engine.close();
+    }
+  });
+
+  it('pages a range with the standby kept here once the owner failed', async () => {
+    const owner = await failing();
+    try {
+      for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, owner.url);
+      const RANGE = '{ range(store: "words", first: 100) { edges { node { key value } } partitions { partition failure { reason } standby servedBy } } }';
+      const first: any = await gql(fetch as Fetch, a.url, RANGE);
+      expect(first.data.range.partitions.filter((p: any) => p.failure !== null).map((p: any) => p.failure.reason)).toEqual(['FORWARD_FAILED', 'FORWARD_FAILED']);
+      // The owner failed just now: the next page reads partitions 2 and 3 from the standby here.
+      const second: any = await gql(fetch as Fetch, a.url, RANGE);
+      expect(second.data.range.partitions.map((p: any) => [p.partition, p.failure, p.standby])).toEqual([[0, null, false], [1, null, false], [2, null, true], [3, null, true]]);
+      expect(second.data.range.edges).toHaveLength(KEYS.length);
+      expect(owner.hits()).toBe(1);
+    } finally {
+      await owner.close();
+    }
+  });
+
+  it('rejects a negative maxLag with INVALID_ARGUMENT', async () => {
+    const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys, maxLag: -1 });
+    expect(result.errors[0].extensions.code).toBe('INVALID_ARGUMENT');
+    expect(result.errors[0].message).toMatch('maxLag');
+  });
+});
