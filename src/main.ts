@@ -40,6 +40,8 @@
  *   IQGATE_LEAVE_GROUP_ON_STOP   true | false (default: the module's, else false): whether a
  *                                graceful stop takes the instance out of its consumer group at
  *                                once (a scale-down) or keeps its place for a restart (librdkafka)
+ *   IQGATE_NUM_STANDBY_REPLICAS  standby replicas of each task on other instances (default: the
+ *                                module's, else 0); needs IQGATE_ADVERTISED_URL on every instance
  *   IQGATE_ANONYMOUS, IQGATE_API_KEYS_FILE, IQGATE_JWT_*, IQGATE_CLUSTER_SECRET_FILE,
  *   IQGATE_CORS_ORIGINS, IQGATE_PRODUCTION, IQGATE_RATE_LIMIT, IQGATE_TLS_CERT_FILE/KEY_FILE
  *                                who may call the gateway and how: src/gateway-env.ts,
@@ -92,6 +94,7 @@ export const envSchema = z.object({
   IQGATE_LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
   IQGATE_KAFKA_CLIENT: z.enum(KAFKA_CLIENTS).optional(),
   IQGATE_LEAVE_GROUP_ON_STOP: z.enum(['true', 'false']).optional(),
+  IQGATE_NUM_STANDBY_REPLICAS: z.coerce.number().int().min(0).max(16).optional(),
   // What a record that cannot be read (deserialization) or processed (a processor threw) does.
   IQGATE_DESERIALIZATION_ERRORS: errorPolicySchema.optional(),
   IQGATE_PROCESSING_ERRORS: errorPolicySchema.optional(),
@@ -183,6 +186,7 @@ export async function main(): Promise<void> {
       ...(env.IQGATE_GUARANTEE === undefined ? {} : { processingGuarantee: env.IQGATE_GUARANTEE }),
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
       ...(env.IQGATE_LEAVE_GROUP_ON_STOP === undefined ? {} : { leaveGroupOnStop: env.IQGATE_LEAVE_GROUP_ON_STOP === 'true' }),
+      ...(env.IQGATE_NUM_STANDBY_REPLICAS === undefined ? {} : { numStandbyReplicas: env.IQGATE_NUM_STANDBY_REPLICAS }),
       ...(kafkaSecurity === undefined ? {} : { kafkaSecurity }),
       ...(env.IQGATE_DESERIALIZATION_ERRORS === undefined ? {} : { deserializationErrors: env.IQGATE_DESERIALIZATION_ERRORS }),
       ...(env.IQGATE_PROCESSING_ERRORS === undefined ? {} : { processingErrors: env.IQGATE_PROCESSING_ERRORS }),
@@ -218,7 +222,7 @@ export async function main(): Promise<void> {
 }
 
 /** What the environment decides, for the demo and for IQGATE_APP alike. */
-type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop' | 'deserializationErrors' | 'processingErrors' | 'deadLetterTopic'> & Pick<RuntimeConfig, 'logger'> & {
+type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop' | 'numStandbyReplicas' | 'deserializationErrors' | 'processingErrors' | 'deadLetterTopic'> & Pick<RuntimeConfig, 'logger'> & {
   /** Validated already (kafkaSecurityFromEnv): the setup admin client takes it as it is. */
   readonly kafkaSecurity?: KafkaSecurity;
   readonly brokers: string[];

@@ -5,7 +5,9 @@
  *   WORDCOUNT_INPUT (wordcount-input), WORDCOUNT_OUTPUT (wordcount-output),
  *   IQGATE_STATE_DIR (default: in-memory stores), IQGATE_GUARANTEE (exactly_once | at_least_once),
  *   IQGATE_SESSION_TIMEOUT_MS, IQGATE_CACHE_MAX_BYTES, IQGATE_LOG_LEVEL,
- *   WORDCOUNT_GENERATE=<n>: first produce n lines (creating the input topic if needed).
+ *   WORDCOUNT_GENERATE=<n>: first produce n lines (creating the input topic if needed),
+ *   WORDCOUNT_PORT=<port>: serve the gateway on 127.0.0.1:<port> and advertise it (routing),
+ *   IQGATE_NUM_STANDBY_REPLICAS (with WORDCOUNT_PORT): standby replicas of each task.
  * SIGTERM/SIGINT stop it gracefully. Compiled: `npm run build && node dist/examples/wordcount/main.js`
  * (the crash tests run this file under tsx).
  */
@@ -41,6 +43,8 @@ if (generate !== undefined) {
 
 const sessionTimeoutMs = num('IQGATE_SESSION_TIMEOUT_MS');
 const cacheMaxBytes = num('IQGATE_CACHE_MAX_BYTES');
+const port = num('WORDCOUNT_PORT');
+const standbys = num('IQGATE_NUM_STANDBY_REPLICAS');
 const runtime = await runWordcount({
   brokers,
   inputTopic,
@@ -51,6 +55,13 @@ const runtime = await runWordcount({
   ...(env.IQGATE_STATE_DIR ? { stateDir: env.IQGATE_STATE_DIR } : {}),
   ...(sessionTimeoutMs !== undefined ? { sessionTimeoutMs, heartbeatIntervalMs: Math.max(100, Math.floor(sessionTimeoutMs / 5)) } : {}),
   ...(cacheMaxBytes !== undefined ? { cacheMaxBytes } : {}),
+  ...(port !== undefined ? { advertisedUrl: `http://127.0.0.1:${port}/graphql` } : {}),
+  ...(standbys !== undefined ? { numStandbyReplicas: standbys } : {}),
 });
 installShutdownHooks(runtime);
+if (port !== undefined) {
+  const { serve } = await import('../../src/serve.js');
+  const server = await serve(runtime, { port, metrics: false });
+  runtime.logger.info({ url: server.url }, 'serving');
+}
 runtime.done.catch(() => process.exit(1));

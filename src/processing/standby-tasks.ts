@@ -73,7 +73,11 @@ class StandbyTask implements StandbyTaskView {
   /** The failure of its last refresh has been logged (once per streak). */
   warned = false;
 
-  constructor(readonly id: string, readonly plan: SubTopologyPlan, readonly partition: number, private readonly clock: () => number) {}
+  private readonly createdAt: number;
+
+  constructor(readonly id: string, readonly plan: SubTopologyPlan, readonly partition: number, private readonly clock: () => number) {
+    this.createdAt = clock();
+  }
 
   get subTopology(): number {
     return this.plan.id;
@@ -82,7 +86,8 @@ class StandbyTask implements StandbyTaskView {
   lag(): StandbyLag {
     const offsets = this.offsetsBehind();
     const now = this.clock();
-    return { offsets, timeMs: this.caughtUpAt === null ? now : Math.max(0, now - this.caughtUpAt) };
+    // Never caught up yet: as old as the standby itself.
+    return { offsets, timeMs: Math.max(0, now - (this.caughtUpAt ?? this.createdAt)) };
   }
 
   offsetsBehind(): number {
