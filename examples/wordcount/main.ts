@@ -61,7 +61,7 @@ const runtime = await runWordcount({
 installShutdownHooks(runtime);
 if (port !== undefined) {
   const { serve } = await import('../../src/serve.js');
-  const server = await serve(runtime, { port, metrics: false });
+  const server = await serve(runtime, { port });
   runtime.logger.info({ url: server.url }, 'serving');
 }
 runtime.done.catch(() => process.exit(1));

@@ -14,6 +14,7 @@ import { gatherPage } from './gather-page.js';
 import { canRead } from './gate/principal.js';
 import { keyLoader, readableStore, spend, type GatewayContext, type KeyAnswer } from './gateway-context.js';
 import { decodeForGraphQL, encodeKey } from './key-codec.js';
+import { keyMetadata } from './key-metadata.js';
 import { rangeScan, toPageRequest, toQueryOptions, type CommonArgs, type PageArgs } from './query-args.js';
 
 type Args<T> = T & Record<string, unknown>;
@@ -143,6 +144,9 @@ export const queryResolvers = {
       for (const answer of answers) outcomes.set(answer.outcome.partition, answer.outcome);
       const sorted = [...outcomes.values()].sort((a, b) => a.partition - b.partition);
       return { entries: answers.map((answer) => keyEntry(store, answer)), position: mergedPosition(sorted), partitions: sorted.map(partitionResult) };
+    },
+    keyMetadata(_: unknown, args: { store: string; key: unknown }, context: GatewayContext) {
+      return keyMetadata(context, args.store, args.key);
     },
     range(_: unknown, args: Args<PageArgs & { from?: unknown; to?: unknown }>, context: GatewayContext) {
       const store = readableStore(context, args.store);

@@ -63,4 +63,23 @@ export function registerProcessingMetrics(registry: Registry, runtime: Runtime, 
       }));
     },
   }));
+  // Standby replicas (numStandbyReplicas): how far each is behind its active task, KIP-535's offset
+  // and time lag (standby-tasks.ts), per store partition it keeps.
+  const standbyGauge = (name: string, help: string, read: (lag: { offsets: number; timeMs: number }) => number): void => {
+    registry.registerMetric(new Gauge({
+      name: `${prefix}${name}`,
+      help,
+      labelNames: ['store', 'partition'],
+      registers: [],
+      collect() {
+        this.reset();
+        for (const task of runtime.standbyTasks()) {
+          const lag = task.lag();
+          for (const store of task.stores?.storeNames() ?? []) this.set({ store, partition: String(task.partition) }, read(lag));
+        }
+      },
+    }));
+  };
+  standbyGauge('standby_lag', 'Changelog offsets a standby store partition kept here is behind its changelog\'s committed end (as of its last poll).', (lag) => lag.offsets);
+  standbyGauge('standby_lag_ms', 'Milliseconds since a standby store partition kept here was last known to be caught up.', (lag) => lag.timeMs);
 }

@@ -92,6 +92,11 @@ describe.each(['librdkafka', 'kafkajs'] as const)('standby replicas keep a three
         const standby = all.filter((t) => !t.active && t.lag !== null && t.lag.offsets < 200).map((t) => t.id);
         return new Set(active).size === PARTITIONS && active.length === PARTITIONS && new Set(standby).size === PARTITIONS;
       }, 120_000, 250);
+      // Each standby's lag is on /metrics, per store partition.
+      const metrics = await (await fetch(new URL('/metrics', urls[0]))).text();
+      const standbysHere = (await tasksOf(urls[0]!)).filter((t) => !t.active && t.id.startsWith('1_')).map((t) => t.id.slice(2)).sort();
+      const gauged = [...metrics.matchAll(/^iqgate_standby_lag\{store="word-counts",partition="(\d+)"\} \d+$/gm)].map((m) => m[1]).sort();
+      expect(gauged).toEqual(standbysHere);
       const victim = 2;
       const victimTasks = (await tasksOf(urls[victim]!)).filter((t) => t.active && t.id.startsWith('1_')).map((t) => t.id);
       expect(victimTasks.length).toBeGreaterThan(0);

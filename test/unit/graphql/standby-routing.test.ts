@@ -138,6 +138,10 @@ describe('standby replicas answer when the active owner cannot', () => {
       expect(result.errors).toBeUndefined();
       remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
       expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: c.url })));
+      // keyMetadata asks the standby elsewhere for its lag.
+      const key = remoteKeys.find((k) => partitionOf(k) === 2)!;
+      const meta: any = await gql(fetch as Fetch, a.url, `{ keyMetadata(store: "words", key: "${key}") { partition active activeHere standbys { url here lag { offsets timeMs } } } }`);
+      expect(meta.data.keyMetadata).toEqual({ partition: 2, active: down, activeHere: false, standbys: [{ url: c.url, here: false, lag: LAG }] });
     } finally {
       await close(c.server);
       await gateway.dispose();
@@ -161,6 +165,20 @@ describe('standby replicas answer when the active owner cannot', () => {
     } finally {
       await owner.close();
     }
+  });
+
+  it('keyMetadata names the partition, the active owner and the standbys with their lags (null for one that cannot be asked)', async () => {
+    const down = await downUrl();
+    a.provider.setRemoteStandbys(STORE.name, 2, [down]);
+    const key = remoteKeys.find((k) => partitionOf(k) === 2)!;
+    const meta: any = await gql(fetch as Fetch, a.url, `{ keyMetadata(store: "words", key: "${key}") { partition active activeHere standbys { url here lag { offsets timeMs } } } }`);
+    expect(meta.data.keyMetadata).toEqual({
+      partition: 2, active: b.url, activeHere: false,
+      standbys: [{ url: a.url, here: true, lag: LAG }, { url: down, here: false, lag: null }],
+    });
+    const local = KEYS.find((k) => partitionOf(k) === 0)!;
+    const own: any = await gql(fetch as Fetch, a.url, `{ keyMetadata(store: "words", key: "${local}") { partition active activeHere standbys { url } } }`);
+    expect(own.data.keyMetadata).toEqual({ partition: 0, active: a.url, activeHere: true, standbys: [] });
   });
 
   it('rejects a negative maxLag with INVALID_ARGUMENT', async () => {
