@@ -104,6 +104,8 @@ export class StandbyTasks {
   private timer: NodeJS.Timeout | null = null;
   private polling = false;
   private stopped = false;
+  /** Tells apart the standbys of one id over time: a queued open of a released one never merges with its successor's. */
+  private serial = 0;
 
   constructor(private readonly deps: StandbyTasksDeps) {
     this.planById = new Map(deps.plans.map((plan) => [plan.id, plan]));
@@ -135,7 +137,7 @@ export class StandbyTasks {
     this.tasks.delete(taskId);
     task.released = true;
     this.deps.control.enqueue({
-      key: `standby-close:${taskId}`,
+      key: `standby-close:${taskId}:${++this.serial}`,
       group: taskId,
       run: async () => {
         const stores = task.stores;
@@ -196,7 +198,7 @@ export class StandbyTasks {
       if (this.tasks.has(id)) continue;
       const task = new StandbyTask(id, plan, partition, this.deps.clock);
       this.tasks.set(id, task);
-      this.deps.control.enqueue({ key: `standby-open:${id}`, group: id, run: () => this.open(task) });
+      this.deps.control.enqueue({ key: `standby-open:${id}:${++this.serial}`, group: id, run: () => this.open(task) });
     }
   }
 
