@@ -33,6 +33,7 @@ const runtime = createRuntime({
   logger,
   kafkaLogLevel: config.kafkaLogLevel as 'error',
   ...(config.sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs: config.sessionTimeoutMs }),
+  ...(config.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: config.heartbeatIntervalMs }),
 });
 
 const reported = new Float64Array(config.partitions);

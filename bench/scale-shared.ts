@@ -155,6 +155,8 @@ export interface InstanceConfig {
   readonly client: ScaleClient;
   readonly partitions: number;
   readonly sessionTimeoutMs: number | undefined;
+  /** heartbeatIntervalMs of both instances (SCALE_HEARTBEAT_MS); undefined: the runtime's default. */
+  readonly heartbeatIntervalMs: number | undefined;
   /** B stops with stop({ leaveGroup }): true takes it out of the group at once (a scale-down). */
   readonly leaveGroup: boolean;
   readonly logFile: string;

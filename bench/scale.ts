@@ -52,7 +52,7 @@
  *    session times out, and only then do its partitions come back. B goes for good, so it stops
  *    with stop({ leaveGroup: true }), which takes it out of the group at once (a scale-down);
  *    SCALE_B_LEAVE_GROUP=0 stops it plainly. The bench runs librdkafka with sessionTimeoutMs
- *    SCALE_SESSION_TIMEOUT_MS (default 6000); kafkajs (which always leaves the group) with the
+ *    SCALE_SESSION_TIMEOUT_MS (default 6000) and both clients with SCALE_HEARTBEAT_MS when set; kafkajs (which always leaves the group) with the
  *    runtime's default unless SCALE_KAFKAJS_SESSION_TIMEOUT_MS is set.
  * Then stop() of A with its N tasks (last commits, leaving the group, closing producers and stores).
  *
@@ -106,6 +106,8 @@ const BOOT_SETTLE_MS = 2_000;
 const HOLD_MS = Number(process.env.SCALE_HOLD_S ?? 3) * 1000;
 /** B goes for good, so it stops with leaveGroup (a scale-down); SCALE_B_LEAVE_GROUP=0: a plain stop. */
 const B_LEAVES_GROUP = process.env.SCALE_B_LEAVE_GROUP !== '0';
+/** heartbeatIntervalMs of A and B (SCALE_HEARTBEAT_MS); unset: the runtime's default. */
+const HEARTBEAT_MS = process.env.SCALE_HEARTBEAT_MS === undefined || process.env.SCALE_HEARTBEAT_MS === '' ? undefined : Number(process.env.SCALE_HEARTBEAT_MS);
 const SAMPLE_MS = 50;
 const SESSION_TIMEOUT_MS: Record<ScaleClient, number | undefined> = {
   librdkafka: Number(process.env.SCALE_SESSION_TIMEOUT_MS ?? 6000),
@@ -420,6 +422,7 @@ function createInstanceA(run: ClientRun, dir: string): Instance {
     logger,
     kafkaLogLevel: KAFKA_LOG_LEVEL as 'error',
     ...(run.sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs: run.sessionTimeoutMs }),
+    ...(HEARTBEAT_MS === undefined ? {} : { heartbeatIntervalMs: HEARTBEAT_MS }),
   });
   return { runtime, tracker, logFile, logger };
 }
@@ -913,6 +916,7 @@ class InstanceB extends BenchChild<FromInstance> {
       client: run.client,
       partitions: N,
       sessionTimeoutMs: run.sessionTimeoutMs,
+      heartbeatIntervalMs: HEARTBEAT_MS,
       leaveGroup: B_LEAVES_GROUP,
       logFile,
       logLevel: LOG_LEVEL,

@@ -221,7 +221,24 @@ export class StreamTask {
     return producer;
   }
 
-  transitionTo(to: TaskState): void {
+  /** Opening (or re-opening after a suspension): its stores restore before it processes. */
+  beginRestore(): void {
+    this.transitionTo('RESTORING');
+  }
+
+  /** Restored and sought to its committed offsets: it takes records now. */
+  markRunning(): void {
+    this.transitionTo('RUNNING');
+  }
+
+  /** Closed for good (its producer and stores detached by the caller): a running or restoring task passes SUSPENDED on the way, as Kafka Streams' tasks do. */
+  markClosed(): void {
+    if (this.currentState === 'RUNNING' || this.currentState === 'RESTORING') this.transitionTo('SUSPENDED');
+    this.transitionTo('CLOSED');
+  }
+
+  /** Every state change goes through the transition table (task-state.ts); callers say what they mean instead. */
+  private transitionTo(to: TaskState): void {
     this.currentState = transition(this.id, this.currentState, to);
   }
 

@@ -683,7 +683,7 @@ export class TaskManager implements ConsumerHandlers {
     if (task.revoked || this.stopping || task.state === 'RUNNING' || task.state === 'RESTORING' || task.state === 'CLOSED') return;
     const plan = this.planOfTopic.get(task.sourcePartitions[0]?.topic ?? '');
     if (plan === undefined) throw new TypeError(`no plan for task ${task.id}`);
-    task.transitionTo('RESTORING');
+    task.beginRestore();
     this.openedIn.set(task, this.generation);
     const cancelled = (): boolean => task.revoked || this.stopping;
     try {

@@ -88,7 +88,7 @@ export class TaskOpener {
       });
       if (cancelled()) return;
       task.startAt(offsets, this.deps.clock());
-      task.transitionTo('RUNNING');
+      task.markRunning();
       for (const tp of task.sourcePartitions) ports.consumer.seek({ ...tp, offset: offsets.get(tp.topic) ?? 0 });
       ports.consumer.resume(task.sourcePartitions);
       this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), restoreMs: this.deps.clock() - started }, 'task running');
@@ -148,7 +148,6 @@ export class TaskOpener {
     } catch (error) {
       this.deps.logger.warn({ taskId: task.id, err: error }, 'closing task stores failed');
     }
-    if (task.state === 'RUNNING' || task.state === 'RESTORING') task.transitionTo('SUSPENDED');
-    task.transitionTo('CLOSED');
+    task.markClosed();
   }
 }
