@@ -91,8 +91,9 @@ export function keyLoader(context: GatewayContext, options: QueryOptions): DataL
 /**
  * Replaces the answers of keys whose partition another instance hosts (NOT_PRESENT with an
  * owner) by that owner's, one POST per owner (forward-keys.ts); then the keys the owner could
- * not answer (FORWARD_FAILED, or NOT_ACTIVE while its task restores), and those of owners that
- * failed just now (PeerHealth), by a standby's (KIP-535): the one kept here, else the first
+ * not answer (FORWARD_FAILED, or NOT_ACTIVE while its task restores), those of owners that
+ * failed just now (PeerHealth), and those whose active task here is not running yet (a task
+ * just moved here, restoring), by a standby's (KIP-535): the one kept here, else the first
  * other standby host that answers — each answer says it came from a standby, with its lag.
  * A request that was itself forwarded keeps its NOT_PRESENT answers: one hop at most, so no loops.
  */
@@ -104,12 +105,12 @@ async function forwardRemote(context: GatewayContext, options: QueryOptions, ans
   const fallback: number[] = [];
   answers.forEach((answer, index) => {
     const failure = answer.lookup.failure;
-    if (failure?.reason !== 'NOT_PRESENT') return;
+    if (failure?.reason !== 'NOT_PRESENT' && failure?.reason !== 'NOT_ACTIVE') return;
     // requireActive: a standby's answer would only be NOT_ACTIVE; the owner's failure stands.
     if (!options.requireActive && (failure.standbyHere === true || failure.standbys !== undefined)) placed.set(index, failure);
-    if (failure.owner === undefined) return;
-    if (health?.isDown(failure.owner) === true && placed.has(index)) {
-      fallback.push(index);
+    // No owner to ask (not known, or the task is here but not running yet): a standby, if any.
+    if (failure.reason === 'NOT_ACTIVE' || failure.owner === undefined || health?.isDown(failure.owner) === true) {
+      if (placed.has(index)) fallback.push(index);
       return;
     }
     let list = byOwner.get(failure.owner);

@@ -12,7 +12,7 @@ import { postForwarded } from './forward-request.js';
 import { isForwarded, readableStore, type GatewayContext } from './gateway-context.js';
 import { encodeKey } from './key-codec.js';
 
-interface StandbyHost {
+export interface StandbyHost {
   readonly url: string | null;
   readonly here: boolean;
   readonly lag: ReplicaLag | null;
@@ -26,7 +26,14 @@ interface RemoteLocalPartitions {
   readonly store?: { readonly localPartitions: ReadonlyArray<{ partition: number; active: boolean; standbyLag: ReplicaLag | null }> } | null;
 }
 
-export async function keyMetadata(context: GatewayContext, storeName: string, key: unknown) {
+export interface KeyMetadata {
+  readonly partition: number;
+  readonly active: string | null;
+  readonly activeHere: boolean;
+  readonly standbys: readonly StandbyHost[];
+}
+
+export async function keyMetadata(context: GatewayContext, storeName: string, key: unknown): Promise<KeyMetadata> {
   const store = readableStore(context, storeName);
   const partition = context.engine.partitionOf(store, encodeKey(store.keySerde, key, 'key'));
   const { provider } = context;

@@ -215,7 +215,10 @@ export class QueryEngine {
     // their stores open with the last committed state: served on request, as IQv2's stale stores.
     const staleState = local.taskState === 'RESTORING' || local.taskState === 'SUSPENDED';
     if (local.taskState !== 'RUNNING' && !(staleState && options.allowStale)) {
-      return fail('NOT_ACTIVE', `Task ${local.taskId} is ${local.taskState}${staleState ? ' (pass allowStale to read its committed data)' : ''}.`);
+      // An active task still restoring (say, just moved here): its standbys elsewhere may answer.
+      const standbys = local.active ? this.provider.remoteStandbys?.(store.name, partition) ?? [] : [];
+      const message = `Task ${local.taskId} is ${local.taskState}${staleState ? ' (pass allowStale to read its committed data)' : ''}.`;
+      return { ok: false, partition, failure: { reason: 'NOT_ACTIVE', message, ...(standbys.length === 0 ? {} : { standbys }) }, info };
     }
     if (options.positionBound !== undefined) {
       const started = performance.now();

@@ -150,6 +150,33 @@ describe('standby replicas answer when the active owner cannot', () => {
     }
   });
 
+  it('answers from a standby elsewhere while the active task here is still restoring (just moved here)', async () => {
+    const engine = createInMemoryStoreEngine();
+    const provider = new StaticStateProvider({ stores: [STORE] });
+    const cTasks = await addStandbys({ provider, engine }, [0]);
+    const gateway = createGateway({ provider, logging: false });
+    const c = await listen((req, res) => void gateway(req, res));
+    const keys = KEYS.filter((key) => partitionOf(key) === 0);
+    try {
+      a.provider.setTaskState('0_0', 'RESTORING');
+      const alone: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys });
+      for (const e of alone.data.getMany.entries) expect(e.failure.reason).toBe('NOT_ACTIVE');
+      a.provider.setRemoteStandbys(STORE.name, 0, [c.url]);
+      const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys });
+      keys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+      expect(result.data.getMany.partitions).toEqual([{ partition: 0, failure: null, standby: true, lag: LAG, servedBy: c.url }]);
+      // Running again: the active answers.
+      a.provider.setTaskState('0_0', 'RUNNING');
+      const back: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys });
+      keys.forEach((key) => expect(valuesOf(back).get(key)).toEqual({ n: KEYS.indexOf(key) }));
+    } finally {
+      await close(c.server);
+      await gateway.dispose();
+      for (const task of cTasks) await task.close();
+      await engine.close();
+    }
+  });
+
   it('pages a range with the standby kept here once the owner failed', async () => {
     const owner = await failing();
     try {
