@@ -7,7 +7,8 @@
  *   IQGATE_SESSION_TIMEOUT_MS, IQGATE_CACHE_MAX_BYTES, IQGATE_LOG_LEVEL,
  *   WORDCOUNT_GENERATE=<n>: first produce n lines (creating the input topic if needed),
  *   WORDCOUNT_PORT=<port>: serve the gateway on 127.0.0.1:<port> and advertise it (routing),
- *   IQGATE_NUM_STANDBY_REPLICAS (with WORDCOUNT_PORT): standby replicas of each task.
+ *   IQGATE_NUM_STANDBY_REPLICAS (with WORDCOUNT_PORT): standby replicas of each task,
+ *   IQGATE_TRANSACTION_TIMEOUT_MS: the transaction timeout (keep it below the session timeout).
  * SIGTERM/SIGINT stop it gracefully. Compiled: `npm run build && node dist/examples/wordcount/main.js`
  * (the crash tests run this file under tsx).
  */
@@ -44,6 +45,7 @@ if (generate !== undefined) {
 const sessionTimeoutMs = num('IQGATE_SESSION_TIMEOUT_MS');
 const cacheMaxBytes = num('IQGATE_CACHE_MAX_BYTES');
 const port = num('WORDCOUNT_PORT');
+const transactionTimeoutMs = num('IQGATE_TRANSACTION_TIMEOUT_MS');
 const standbys = num('IQGATE_NUM_STANDBY_REPLICAS');
 const runtime = await runWordcount({
   brokers,
@@ -57,6 +59,7 @@ const runtime = await runWordcount({
   ...(cacheMaxBytes !== undefined ? { cacheMaxBytes } : {}),
   ...(port !== undefined ? { advertisedUrl: `http://127.0.0.1:${port}/graphql` } : {}),
   ...(standbys !== undefined ? { numStandbyReplicas: standbys } : {}),
+  ...(transactionTimeoutMs !== undefined ? { transactionTimeoutMs } : {}),
 });
 installShutdownHooks(runtime);
 if (port !== undefined) {

@@ -45,8 +45,16 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
   }
   if (selected.client === 'librdkafka') {
     const instanceId = instanceIdFor(o.stateDir);
+    const transactionTimeoutMs = o.transactionTimeoutMs ?? 10_000;
     if (o.stateDir !== undefined) {
       logger.info({ groupInstanceId: `${o.applicationId}-${instanceId}` }, 'static group membership: a restart on this state directory takes its place in the group back at once');
+      // A member that dies with its transaction open keeps its partitions until its session
+      // expires; their new owners then wait for that transaction to time out before they restore
+      // (the changelog's stable end stops at its records). With the transaction timeout below the
+      // session timeout, it has timed out by the time the partitions move.
+      if (o.processingGuarantee === 'exactly_once' && transactionTimeoutMs >= o.sessionTimeoutMs) {
+        logger.warn({ transactionTimeoutMs, sessionTimeoutMs: o.sessionTimeoutMs }, 'transactionTimeoutMs is not below sessionTimeoutMs: when an instance dies, the new owners of its partitions wait for its open transaction to time out before they run');
+      }
     }
     return createRdkafkaPorts(selected.module, {
       brokers: o.brokers,
@@ -55,7 +63,7 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
       ...(o.clientProperties === undefined ? {} : { clientProperties: o.clientProperties }),
       logLevel: o.kafkaLogLevel,
       log,
-      transactionTimeoutMs: o.transactionTimeoutMs ?? 10_000,
+      transactionTimeoutMs,
       transactionalId: `${o.applicationId}-${instanceId}`,
       // Static membership only where the id survives a restart (a state directory): a fresh
       // id per start would leave a crashed member holding its partitions until its session ends.

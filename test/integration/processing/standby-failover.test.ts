@@ -65,7 +65,9 @@ describe.each(['librdkafka', 'kafkajs'] as const)('standby replicas keep a three
         appId, input, output,
         stateDir: await suite.stateDir(`iqgate-standby-${i}-`),
         sessionTimeoutMs: 6000,
-        extraEnv: { WORDCOUNT_PORT: String(port), IQGATE_NUM_STANDBY_REPLICAS: '1', IQGATE_KAFKA_CLIENT: client },
+        // The transaction timeout below the session's: the dead member's open transaction has
+        // timed out when its partitions move (kafka-wiring.ts warns otherwise).
+        extraEnv: { WORDCOUNT_PORT: String(port), IQGATE_NUM_STANDBY_REPLICAS: '1', IQGATE_KAFKA_CLIENT: client, IQGATE_TRANSACTION_TIMEOUT_MS: '4000' },
       }));
     }
     for (const child of children) await child.waitForLog((log) => log.msg === 'serving', 90_000);
