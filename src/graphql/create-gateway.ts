@@ -52,9 +52,22 @@ export function createGatewaySchema(schemaPath?: string) {
  * A fresh context per operation, for the principal the request gate admitted: the key loaders
  * and the entries budget must not outlive one request.
  */
-export function createContextFactory(options: ResolvedGatewayOptions): (principal: Principal) => GatewayContext {
-  const engine = new QueryEngine(options.provider, { onPartitionError: options.onPartitionError });
+export function createContextFactory(options: ResolvedGatewayOptions, engine = createQueryEngine(options)): (principal: Principal) => GatewayContext {
   return (principal) => ({ engine, provider: options.provider, options, keyLoaders: new Map(), principal, budget: { entries: 0 } });
+}
+
+/** The gateway's query engine: one per gateway, so one set of pinned listing snapshots. */
+export function createQueryEngine(options: ResolvedGatewayOptions): QueryEngine {
+  return new QueryEngine(options.provider, {
+    onPartitionError: options.onPartitionError,
+    cursorSnapshotTtlMs: options.cursorSnapshotTtlMs,
+    maxPinnedSnapshots: options.maxPinnedSnapshots,
+  });
+}
+
+/** gateway.dispose() releases the listing snapshots the engine still pins. */
+function useEngineDisposal(engine: QueryEngine): Plugin {
+  return { onDispose: () => engine.close() };
 }
 
 /**
@@ -83,8 +96,9 @@ function useNoIntrospection(): Plugin {
 export function createGateway(gatewayOptions: GatewayOptions): Gateway {
   const options = resolveGatewayOptions(gatewayOptions);
   const schema = createGatewaySchema(options.schemaPath);
-  const context = createContextFactory(options);
-  const metrics = options.metrics === undefined ? undefined : new GatewayMetrics(options.metrics, options.graphqlEndpoint);
+  const engine = createQueryEngine(options);
+  const context = createContextFactory(options, engine);
+  const metrics = options.metrics === undefined ? undefined : new GatewayMetrics(options.metrics, options.graphqlEndpoint, { pinnedSnapshots: () => engine.pinnedSnapshots() });
   // Queries yoga validated once are then served by the node:http fast path (node-fast-path.ts).
   const known = new KnownOperations();
   const yoga = createYoga<object, GatewayContext>({
@@ -133,6 +147,7 @@ export function createGateway(gatewayOptions: GatewayOptions): Gateway {
       }),
       ...(options.introspection ? [] : [useNoIntrospection()]),
       useKnownOperations(known),
+      useEngineDisposal(engine),
     ],
   });
   return withNodeFastPath(yoga, { schema, graphqlEndpoint: options.graphqlEndpoint, known, context, metrics, gate: options.gate });

@@ -4,9 +4,10 @@
  *
  * The owner runs the very same scan (store, bounds, order, direction, page size, read options)
  * restricted to `partitions`, so its page holds its first `size` entries after the cursor, which
- * is what mergePages needs. The cursor travels as is: a cursor is the key plus a fingerprint of
- * store, scan and order (cursor.ts), never of partitions, so the owner accepts ours and we
- * accept its. Its edges' keys are taken from their cursors, decoded with our fingerprint: the
+ * is what mergePages needs. The cursor travels without its snapshot id: a cursor is the key plus
+ * a fingerprint of store, scan and order (cursor.ts), never of partitions, so the owner accepts
+ * ours and we accept its; the snapshot it may name lives here, not at the owner. Its edges'
+ * keys are taken from their cursors, decoded with our fingerprint: the
  * exact serialized bytes the owner's store holds (no trip through the key's GraphQL form), and
  * a check that the owner ran the same scan. Values come back in their GraphQL form and are
  * encoded again with the store's value serde, as forwarded key lookups do.
@@ -47,6 +48,8 @@ export interface ForwardedPage {
   readonly hasMore: boolean;
   /** One per partition asked for, in that order. */
   readonly partitions: readonly PartitionOutcome[];
+  /** The snapshot of this instance's partitions that the listing reads (its cursors name it). */
+  readonly snapshot?: Bytes;
 }
 
 const PAGE_VARIABLES = '$store: String!, $order: Order, $first: Int, $after: String, $last: Int, $before: String, $partitions: [Int!]';
@@ -116,6 +119,8 @@ export async function forwardPage(
 function variables(store: StoreDescriptor, options: QueryOptions, request: PageRequest, fingerprint: Bytes, partitions: readonly number[]): Record<string, unknown> {
   const { scan } = request;
   const forward = request.direction === 'forward';
+  // Never the listing's snapshot id: it names a snapshot of this instance's partitions, and the
+  // owner reads its own at the state each page meets (gather-page.ts).
   const cursor = request.cursorKey === undefined ? null : encodeCursor(fingerprint, request.cursorKey);
   return {
     store: store.name,
@@ -144,7 +149,7 @@ function graphqlKey(store: StoreDescriptor, bytes: Bytes | undefined, what: stri
 
 function keyOf(owner: string, cursor: string, fingerprint: Bytes): Bytes {
   try {
-    return decodeCursor(cursor, fingerprint);
+    return decodeCursor(cursor, fingerprint).key;
   } catch (error) {
     if (isIqgateError(error, 'INVALID_CURSOR')) throw new ForwardError(`${owner} answered a cursor that does not belong to this scan`);
     throw error;

@@ -10,7 +10,7 @@
  */
 import type { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { maskError } from './mask-error.js';
 import { performance } from 'node:perf_hooks';
 
@@ -23,7 +23,7 @@ export class GatewayMetrics {
   private readonly duration: Histogram<'status'>;
   private readonly errors: Counter<'code'>;
 
-  constructor(registry: Registry, graphqlEndpoint: string, prefix = 'iqgate_') {
+  constructor(registry: Registry, graphqlEndpoint: string, sources: { readonly pinnedSnapshots?: () => number } = {}, prefix = 'iqgate_') {
     this.duration = new Histogram({
       name: `${prefix}graphql_request_duration_seconds`,
       help: `Time to answer a request to ${graphqlEndpoint} (to the first byte for subscriptions over SSE), by HTTP status.`,
@@ -37,6 +37,17 @@ export class GatewayMetrics {
       labelNames: ['code'],
       registers: [registry],
     });
+    const pinned = sources.pinnedSnapshots;
+    if (pinned !== undefined) {
+      new Gauge({
+        name: `${prefix}pinned_snapshots`,
+        help: 'Snapshots held for paged range/prefix listings (cursorSnapshotTtlMs, maxPinnedSnapshots): each keeps a LevelDB snapshot and in-memory clones alive.',
+        registers: [registry],
+        collect() {
+          this.set(pinned());
+        },
+      });
+    }
   }
 
   /** The histogram's child per status, so that an observation does not hash its labels again. */

@@ -4,6 +4,7 @@
 import type { StateProvider } from '../query/state-provider.js';
 import type { Registry } from 'prom-client';
 import { IqgateError } from '../errors.js';
+import { DEFAULT_CURSOR_SNAPSHOT_TTL_MS, DEFAULT_MAX_PINNED_SNAPSHOTS } from '../query/pinned-snapshots.js';
 import type { PeerLink } from './forward-request.js';
 import { PeerHealth } from './peer-health.js';
 import { ApiKeys, type ApiKeyEntry } from './gate/api-keys.js';
@@ -83,6 +84,15 @@ export interface GatewayOptions {
    * literals only. Default maxCost / 40 (armor's estimate of an entry is ≈ 40).
    */
   readonly maxEntriesPerRequest?: number;
+  /**
+   * How long the snapshot a range or prefix listing started from stays pinned for its later
+   * pages, in ms from its first page; a cursor used later, or on another instance, fails
+   * STALE_CURSOR (docs/architecture.md §5). 0 pins nothing: each page is read at the state it
+   * meets, and a cursor continues on any instance. Default 30 000.
+   */
+  readonly cursorSnapshotTtlMs?: number;
+  /** Listing snapshots this gateway holds at most; a new listing evicts the oldest. Default 1000. */
+  readonly maxPinnedSnapshots?: number;
   /** Default '/graphql'. */
   readonly graphqlEndpoint?: string;
   /** Path of schema.graphql; default: the file at the repository top level. */
@@ -158,6 +168,8 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     maxTokens: options.maxTokens ?? 2000,
     maxBufferedEvents: options.maxBufferedEvents ?? 10_000,
     forwardTimeoutMs: options.forwardTimeoutMs ?? 5_000,
+    cursorSnapshotTtlMs: options.cursorSnapshotTtlMs ?? DEFAULT_CURSOR_SNAPSHOT_TTL_MS,
+    maxPinnedSnapshots: options.maxPinnedSnapshots ?? DEFAULT_MAX_PINNED_SNAPSHOTS,
     graphiql: options.graphiql ?? !(options.production ?? false),
     introspection: options.introspection ?? !(options.production ?? false),
     corsOrigins: options.corsOrigins ?? [],
@@ -172,12 +184,13 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     logging: options.logging ?? true,
     onPartitionError: options.onPartitionError ?? ((options.logging ?? true) ? logPartitionError : () => undefined),
   };
-  for (const name of ['maxPageSize', 'defaultPageSize', 'maxDepth', 'maxCost', 'maxAliases', 'maxDirectives', 'maxTokens', 'maxBufferedEvents', 'forwardTimeoutMs', 'maxBodyBytes', 'maxSubscriptionsPerClient', 'maxEntriesPerRequest'] as const) {
+  for (const name of ['maxPageSize', 'defaultPageSize', 'maxDepth', 'maxCost', 'maxAliases', 'maxDirectives', 'maxTokens', 'maxBufferedEvents', 'forwardTimeoutMs', 'maxBodyBytes', 'maxSubscriptionsPerClient', 'maxEntriesPerRequest', 'maxPinnedSnapshots'] as const) {
     const value = resolved[name];
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`gateway option ${name} must be a positive integer, got ${String(value)}`);
   }
-  if (!Number.isInteger(resolved.maxBoundTimeoutMs) || resolved.maxBoundTimeoutMs < 0) {
-    throw new TypeError(`gateway option maxBoundTimeoutMs must be a non-negative integer`);
+  for (const name of ['maxBoundTimeoutMs', 'cursorSnapshotTtlMs'] as const) {
+    const value = resolved[name];
+    if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`gateway option ${name} must be a non-negative integer, got ${String(value)}`);
   }
   if (resolved.defaultPageSize > resolved.maxPageSize) throw new TypeError('gateway option defaultPageSize exceeds maxPageSize');
   return resolved;

@@ -9,9 +9,15 @@
  * either read here or asked of exactly one owner, never both, so a rebalance in between cannot
  * return a key twice (the owner then answers NOT_PRESENT for a partition it no longer has).
  * A request that was itself forwarded is answered from local partitions only: one hop at most.
+ *
+ * Pinned listings (docs/architecture.md §5): a client's listing pins the snapshot of the
+ * partitions hosted here, which later pages with its cursors read again; the partitions of
+ * other owners are read by them at the state each page meets, since a forwarded page never
+ * pins (a pin at the owner would need its id in our cursors, and would move away with its
+ * partition at the next rebalance anyway). A listing that ends on its first page keeps no pin.
  */
 import { mergePages } from '../query/merge-pages.js';
-import type { PageRequest, PartitionOutcome, QueryOptions } from '../query/query-types.js';
+import type { Page, PageRequest, PartitionOutcome, QueryOptions } from '../query/query-types.js';
 import type { StoreDescriptor } from '../query/state-provider.js';
 import type { Bytes } from '../store/types.js';
 import { forwardPage, type ForwardedPage } from './forward-page.js';
@@ -25,15 +31,16 @@ export async function gatherPage(
   fingerprint: Bytes,
 ): Promise<ForwardedPage> {
   const requested = options.partitions ?? Array.from({ length: store.partitions }, (_, i) => i);
-  const byOwner = isForwarded(context) ? new Map<string, number[]>() : remotePartitions(context, store, options, requested);
+  const forwarded = isForwarded(context);
+  const byOwner = forwarded ? new Map<string, number[]>() : remotePartitions(context, store, options, requested);
+  const pinned: PageRequest = { ...request, pin: !forwarded };
   // Every partition left here is active here, or has no other answer than the standby kept here
   // (no owner known, the owner failed just now, or within maxLag), or this request was forwarded.
-  if (byOwner.size === 0) return context.engine.page({ ...options, standbyFallback: true }, request);
+  if (byOwner.size === 0) return unpinIfDone(context, await context.engine.page({ ...options, standbyFallback: true }, pinned));
   const remote = new Set([...byOwner.values()].flat());
-  // Standbys kept here answer for owners that failed just now (remotePartitions left them here).
   const local = { ...options, partitions: requested.filter((p) => !remote.has(p)), standbyFallback: true };
-  const pages = await Promise.all([
-    context.engine.page(local, request),
+  const [here, ...there] = await Promise.all([
+    context.engine.page(local, pinned),
     ...[...byOwner].map(async ([owner, partitions]) => {
       const page = await forwardPage(owner, store, options, request, fingerprint, partitions, context.options.peer);
       if (page.partitions.every((p) => p.failure?.reason === 'FORWARD_FAILED')) context.options.peer.health?.markDown(owner);
@@ -41,10 +48,20 @@ export async function gatherPage(
       return page;
     }),
   ]);
+  const pages = [here!, ...there];
   const merged = mergePages(pages, request);
   const outcomes = new Map<number, PartitionOutcome>(pages.flatMap((page) => page.partitions.map((o) => [o.partition, o] as const)));
   // In the order asked for, as a local page reports them.
-  return { entries: merged.entries, hasMore: merged.hasMore, partitions: requested.map((p) => outcomes.get(p)!) };
+  const page = { ...here!, entries: merged.entries, hasMore: merged.hasMore, partitions: requested.map((p) => outcomes.get(p)!) };
+  return unpinIfDone(context, page);
+}
+
+/** A listing whose first page is its only one needs no snapshot: its cursors then name none. */
+function unpinIfDone(context: GatewayContext, page: Page): ForwardedPage {
+  if (page.snapshot === undefined || !page.pinnedNow || page.hasMore) return page;
+  context.engine.releaseSnapshot(page.snapshot);
+  const { snapshot: _released, pinnedNow: _pinned, ...rest } = page;
+  return rest;
 }
 
 /**

@@ -130,9 +130,16 @@ export function toPageRequest(store: StoreDescriptor, scan: ScanSpec, args: Page
     });
   }
   const cursor = backward ? args.before : args.after;
-  const cursorKey = cursor == null ? undefined : decodeCursor(cursor, fingerprint);
+  const decoded = cursor == null ? undefined : decodeCursor(cursor, fingerprint);
   return {
     fingerprint,
-    request: { scan, order, direction: backward ? 'backward' : 'forward', size, ...(cursorKey === undefined ? {} : { cursorKey }) },
+    request: {
+      scan,
+      order,
+      direction: backward ? 'backward' : 'forward',
+      size,
+      ...(decoded === undefined ? {} : { cursorKey: decoded.key }),
+      ...(decoded?.snapshot === undefined ? {} : { snapshot: decoded.snapshot }),
+    },
   };
 }

@@ -77,7 +77,7 @@ function connection(store: StoreDescriptor, args: PageArgs, scanArgs: { from?: u
   // Partitions hosted elsewhere are asked of their owners and merged in (gather-page.ts).
   return gatherPage(context, store, options, request, fingerprint).then((page) => {
     const edges = page.entries.map((entry: GatheredEntry) => ({
-      cursor: encodeCursor(fingerprint, entry.key),
+      cursor: encodeCursor(fingerprint, entry.key, page.snapshot),
       node: { key: lazyKey(store, entry.key), value: entry.valueError === undefined ? lazyValue(store, entry.value) : failedValue(entry.valueError), partition: entry.partition },
     }));
     const forward = request.direction === 'forward';

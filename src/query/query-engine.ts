@@ -8,13 +8,19 @@
  * settles every partition's admission (hosted? active? up to the bound, waiting if allowed),
  * then takes the views of all admitted partitions in one synchronous step, so a multi-partition
  * read is as close to one instant as the store allows.
+ *
+ * A listing's first page may keep its views as the listing's snapshot (pinned-snapshots.ts):
+ * later pages whose cursor names it read those views again instead of new ones.
  */
 import { IqgateError, isIqgateError } from '../errors.js';
 import type { Position } from '../store/position.js';
-import type { Bytes, KeyValue, Order, RangeOptions, ReadView } from '../store/types.js';
+import type { Bytes, KeyValue, KeyValueStorePartition, Order, ReadView } from '../store/types.js';
 import { mergeSorted } from './merge-sorted.js';
+import { scanBounds, startsWith } from './scan-bounds.js';
 import { partitionForKey } from '../murmur2.js';
 import { isPermitted, waitForBound } from './position-bound.js';
+import { scanFingerprint } from './cursor.js';
+import { DEFAULT_CURSOR_SNAPSHOT_TTL_MS, DEFAULT_MAX_PINNED_SNAPSHOTS, PinnedSnapshots, type Pin, type PinnedPartition } from './pinned-snapshots.js';
 import {
   FAILURE_REASONS,
   type KeyLookup,
@@ -27,10 +33,8 @@ import {
   type QueryOptions,
   type QueryType,
   type ReplicaLag,
-  type ScanSpec,
 } from './query-types.js';
 import { isServing, type LocalStorePartition, type StateProvider, type StoreDescriptor } from './state-provider.js';
-import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 
 type Admission =
@@ -41,8 +45,10 @@ interface Opened {
   readonly partition: number;
   readonly view: ReadView;
   readonly info: string[];
-  /** Who answers: a standby (with its lag) or the active task. */
-  readonly served: Served;
+  /** Who answers: a standby (with its lag) or the active task; absent for a view of a pinned snapshot. */
+  readonly served?: Served;
+  /** The store partition the view was taken from; absent for a view of the listing's pinned snapshot. */
+  readonly store?: KeyValueStorePartition;
 }
 
 interface Served {
@@ -51,19 +57,50 @@ interface Served {
   readonly servedBy?: string;
 }
 
+type OpenedOrFailed = Opened | { partition: number; failure: PartitionFailure; info: string[] };
+
 export interface QueryEngineOptions {
   /**
    * Sees every partition read failure in full before clients get the masked
    * STORE_EXCEPTION reason (the storage driver's text never leaves the server): log it here.
    */
   readonly onPartitionError?: (error: unknown, context: { readonly partition: number }) => void;
+  /** How long a listing's snapshot is held after its first page, in ms; 0: listings are never pinned. Default 30 000. */
+  readonly cursorSnapshotTtlMs?: number;
+  /** Listing snapshots held at most; the oldest goes first. Default 1000. */
+  readonly maxPinnedSnapshots?: number;
+  /** The pins' clock in ms (monotonic), for tests. Default performance.now. */
+  readonly now?: () => number;
 }
 
 export class QueryEngine {
+  private readonly pins: PinnedSnapshots;
+
   constructor(
     private readonly provider: StateProvider,
     private readonly options: QueryEngineOptions = {},
-  ) {}
+  ) {
+    this.pins = new PinnedSnapshots({
+      ttlMs: options.cursorSnapshotTtlMs ?? DEFAULT_CURSOR_SNAPSHOT_TTL_MS,
+      maxPinned: options.maxPinnedSnapshots ?? DEFAULT_MAX_PINNED_SNAPSHOTS,
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
+  }
+
+  /** Listing snapshots held now (the iqgate_pinned_snapshots gauge). */
+  pinnedSnapshots(): number {
+    return this.pins.size;
+  }
+
+  /** Lets a listing's snapshot go (one that `page` pinned for a listing that turned out to end there). */
+  releaseSnapshot(id: Bytes): void {
+    this.pins.releaseId(id);
+  }
+
+  /** Releases every pinned snapshot and pins no more; the engine still answers unpinned reads. */
+  close(): Promise<void> {
+    return this.pins.close();
+  }
 
   /** The store's descriptor; throws NOT_STARTED or STORE_NOT_FOUND. */
   store(name: string): StoreDescriptor {
@@ -131,20 +168,42 @@ export class QueryEngine {
     return { lookups: lookups as KeyLookup[], partitions: outcomes };
   }
 
-  /** One page of a range or prefix scan, merged across partitions in key-byte order. */
+  /**
+   * One page of a range or prefix scan, merged across partitions in key-byte order. With
+   * `request.snapshot`, the partitions the snapshot holds are read from it (the others as
+   * usual); with `request.pin` and no snapshot, the page's views become the listing's snapshot.
+   */
   async page(options: QueryOptions, request: PageRequest): Promise<Page> {
     const store = this.store(options.store);
     const partitions = options.partitions ?? Array.from({ length: store.partitions }, (_, i) => i);
-    const admissions = await this.admitAll(store, options, partitions, request.scan.type);
-    const opened = this.openAll(options, admissions);
+    const pin = request.snapshot === undefined ? undefined : this.acquirePin(store, options, request, partitions);
+    try {
+      return await this.readPage(store, options, request, partitions, pin);
+    } finally {
+      if (pin !== undefined) this.pins.done(pin);
+    }
+  }
+
+  private async readPage(store: StoreDescriptor, options: QueryOptions, request: PageRequest, partitions: readonly number[], pin: Pin | undefined): Promise<Page> {
+    const live = pin === undefined ? partitions : partitions.filter((p) => !pin.partitions.has(p));
+    const admissions = await this.admitAll(store, options, live, request.scan.type);
+    const openedLive = this.openAll(options, admissions);
+    // In the order asked for: each partition from the snapshot, or the next live one.
+    let next = 0;
+    const opened = pin === undefined ? openedLive : partitions.map((p) => {
+      const pinned = pin.partitions.get(p);
+      return pinned === undefined ? openedLive[next++]! : this.openPinned(options, p, pinned.view);
+    });
     // Reading backward means iterating against the requested order, then reversing the page.
     const iterationOrder: Order = request.direction === 'forward' ? request.order : request.order === 'asc' ? 'desc' : 'asc';
     const bounds = scanBounds(request.scan, iterationOrder, request.cursorKey);
     const failures = new Map<number, PartitionFailure>();
     const views = opened.filter((entry): entry is Opened => !('failure' in entry));
+    const liveViews = views.filter((entry) => entry.store !== undefined);
     const iterators: Array<AsyncIterableIterator<KeyValue>> = [];
     const entries: MergedEntry[] = [];
     let hasMore = false;
+    let read = false;
     const started = performance.now();
     try {
       if (bounds !== 'empty') {
@@ -165,9 +224,20 @@ export class QueryEngine {
           entries.push(entry);
         }
       }
+      read = true;
     } finally {
       await Promise.all(iterators.map((it) => it.return?.()));
-      await Promise.all(views.map((entry) => entry.view.close()));
+      // A pinned snapshot's views stay open for the listing's next pages; the live ones close
+      // unless they become its snapshot now.
+      if (!read) await Promise.all(liveViews.map((entry) => entry.view.close()));
+    }
+    let snapshot = pin?.id;
+    let pinnedNow = false;
+    if (pin === undefined && request.pin === true && this.pins.enabled) {
+      snapshot = this.pinViews(store, options, request, liveViews, failures);
+      pinnedNow = snapshot !== undefined;
+    } else {
+      await Promise.all(liveViews.map((entry) => entry.view.close()));
     }
     if (request.direction === 'backward') entries.reverse();
     const outcomes = opened.map((entry) => {
@@ -176,7 +246,69 @@ export class QueryEngine {
       entry.info.push(`merged scan ${failure === undefined ? 'completed' : 'failed'} in ${elapsed(started)}`);
       return outcome(entry.partition, options, entry.info, failure === undefined ? entry.view.position : undefined, failure, entry.served);
     });
-    return { entries, hasMore, partitions: outcomes };
+    return { entries, hasMore, partitions: outcomes, ...(snapshot === undefined ? {} : { snapshot, pinnedNow }) };
+  }
+
+  /** Hands the views of the partitions that read well to the pins; the rest close. */
+  private pinViews(store: StoreDescriptor, options: QueryOptions, request: PageRequest, views: readonly Opened[], failures: ReadonlyMap<number, PartitionFailure>): Bytes | undefined {
+    const held = new Map<number, PinnedPartition>();
+    for (const entry of views) {
+      if (failures.has(entry.partition) || held.has(entry.partition)) void entry.view.close().catch(() => {});
+      else held.set(entry.partition, { store: entry.store!, view: entry.view });
+    }
+    return this.pins.pin(scanFingerprint(store.name, request.scan, request.order), options.readCommitted, held);
+  }
+
+  /**
+   * The pin the cursor names, held for this read: STALE_CURSOR when it is gone (or one of the
+   * requested partitions it holds closed or moved since), INVALID_CURSOR when it belongs to
+   * another listing or isolation level.
+   */
+  private acquirePin(store: StoreDescriptor, options: QueryOptions, request: PageRequest, partitions: readonly number[]): Pin {
+    const pin = this.pins.acquire(request.snapshot!);
+    if (pin === undefined) {
+      throw new IqgateError(
+        'STALE_CURSOR',
+        'The snapshot this listing was read from is no longer held here (it expired, was evicted, or was taken by another instance or an earlier run of this one); start the listing again without a cursor.',
+      );
+    }
+    try {
+      if (!pin.fingerprint.equals(scanFingerprint(store.name, request.scan, request.order))) {
+        throw new IqgateError('INVALID_CURSOR', 'The cursor names the snapshot of another listing.');
+      }
+      if (pin.readCommitted !== options.readCommitted) {
+        throw new IqgateError('INVALID_CURSOR', `The cursor's listing reads the ${pin.readCommitted ? 'committed' : 'uncommitted'} view: pass readCommitted: ${pin.readCommitted}.`);
+      }
+      for (const [partition, pinned] of pin.partitions) {
+        if (!partitions.includes(partition) || this.hostedStore(store.name, partition) === pinned.store) continue;
+        this.pins.releaseId(pin.id);
+        throw new IqgateError('STALE_CURSOR', `Partition ${partition} of ${store.name} closed or moved since the listing began; start the listing again without a cursor.`, {
+          details: { store: store.name, partition },
+        });
+      }
+    } catch (error) {
+      this.pins.done(pin);
+      throw error;
+    }
+    return pin;
+  }
+
+  /** The store partition hosted here now, if any (a closed task's is not). */
+  private hostedStore(storeName: string, partition: number): KeyValueStorePartition | undefined {
+    try {
+      return this.provider.localPartition(storeName, partition)?.store;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A pinned view, unless it cannot satisfy the bound: a snapshot does not move, so it never waits. */
+  private openPinned(options: QueryOptions, partition: number, view: ReadView): OpenedOrFailed {
+    const info = [`${options.readCommitted ? 'committed' : 'uncommitted'} view of the listing's pinned snapshot`];
+    if (options.positionBound !== undefined && !isPermitted(view.position, options.positionBound, partition)) {
+      return { partition, info, failure: { reason: 'NOT_UP_TO_BOUND', message: `The listing's snapshot of partition ${partition} is below the position bound (a pinned page does not wait).` } };
+    }
+    return { partition, view, info };
   }
 
   /** Settles which partitions may answer: the checks of IQv2, then the (possibly waiting) bound. */
@@ -244,7 +376,7 @@ export class QueryEngine {
   }
 
   /** Takes every admitted partition's view in one synchronous step. */
-  private openAll(options: QueryOptions, admissions: readonly Admission[]): Array<Opened | { partition: number; failure: PartitionFailure; info: string[] }> {
+  private openAll(options: QueryOptions, admissions: readonly Admission[]): OpenedOrFailed[] {
     return admissions.map((admission) => {
       if (!admission.ok) return admission;
       let view: ReadView;
@@ -269,62 +401,9 @@ export class QueryEngine {
         ...(local.active ? {} : { standby: true, ...(local.lag === undefined ? {} : { lag: local.lag }) }),
         ...(self === undefined ? {} : { servedBy: self }),
       };
-      return { partition: admission.partition, view, info: admission.info, served };
+      return { partition: admission.partition, view, info: admission.info, served, store: local.store };
     });
   }
-}
-
-interface ScanBounds {
-  readonly range: Pick<RangeOptions, 'from' | 'to'>;
-  /** The cursor's key: the store range is inclusive, the cursor exclusive. */
-  readonly exclude?: Bytes;
-  /** Entries must start with it (the upper end of a prefix range is inclusive). */
-  readonly prefix?: Bytes;
-}
-
-/** Turns a scan plus an exclusive cursor into inclusive store bounds, or 'empty' when nothing can match. */
-export function scanBounds(scan: ScanSpec, iterationOrder: Order, cursorKey: Bytes | undefined): ScanBounds | 'empty' {
-  let from: Bytes | undefined;
-  let to: Bytes | undefined;
-  let prefix: Bytes | undefined;
-  if (scan.type === 'range') {
-    from = scan.from;
-    to = scan.to;
-  } else {
-    prefix = scan.prefix;
-    from = scan.prefix.length === 0 ? undefined : scan.prefix;
-    to = prefixSuccessor(scan.prefix);
-  }
-  if (cursorKey !== undefined) {
-    if (iterationOrder === 'asc') {
-      if (from === undefined || Buffer.compare(cursorKey, from) > 0) from = cursorKey;
-    } else if (to === undefined || Buffer.compare(cursorKey, to) < 0) {
-      to = cursorKey;
-    }
-  }
-  if (from !== undefined && to !== undefined && Buffer.compare(from, to) > 0) return 'empty';
-  const range: { from?: Bytes; to?: Bytes } = {};
-  if (from !== undefined) range.from = from;
-  if (to !== undefined) range.to = to;
-  return {
-    range,
-    ...(cursorKey === undefined ? {} : { exclude: cursorKey }),
-    ...(prefix === undefined || prefix.length === 0 ? {} : { prefix }),
-  };
-}
-
-/** The smallest key above every key with this prefix, or undefined when there is none (all 0xff). */
-export function prefixSuccessor(prefix: Bytes): Bytes | undefined {
-  let end = prefix.length;
-  while (end > 0 && prefix[end - 1] === 0xff) end--;
-  if (end === 0) return undefined;
-  const successor = Buffer.from(prefix.subarray(0, end));
-  successor[end - 1] = successor[end - 1]! + 1;
-  return successor;
-}
-
-function startsWith(key: Bytes, prefix: Bytes): boolean {
-  return key.length >= prefix.length && key.subarray(0, prefix.length).equals(prefix);
 }
 
 async function* tag(iterator: AsyncIterableIterator<KeyValue>, partition: number): AsyncGenerator<MergedEntry> {

@@ -126,6 +126,13 @@ export interface PageRequest {
   /** Exclusive: the key of the cursor the page starts after (forward) or ends before (backward). */
   readonly cursorKey?: Bytes;
   readonly size: number;
+  /**
+   * The pinned snapshot the cursor's listing reads (pinned-snapshots.ts): the partitions it
+   * holds are read from it; STALE_CURSOR when it is no longer held.
+   */
+  readonly snapshot?: Bytes;
+  /** Without `snapshot`: keep this page's views as the listing's snapshot (a client's listing, not a forwarded part of one). */
+  readonly pin?: boolean;
 }
 
 export interface MergedEntry {
@@ -140,4 +147,7 @@ export interface Page {
   /** More entries exist beyond the page in the direction of travel. */
   readonly hasMore: boolean;
   readonly partitions: readonly PartitionOutcome[];
+  /** The snapshot the page was read from (`request.snapshot`) or has just pinned (`pinnedNow`). */
+  readonly snapshot?: Bytes;
+  readonly pinnedNow?: boolean;
 }

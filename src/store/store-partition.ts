@@ -84,6 +84,8 @@ export class StorePartition implements KeyValueStorePartition {
   private readonly closeListeners = new Map<StoreChangeListener, (reason: IqgateError) => void>();
   /** Subscriptions that receive uncommitted events: while 0, writes and rollbacks emit nothing. */
   private uncommittedListeners = 0;
+  /** Told once when the partition closes (onClose): holders of long-lived read views let them go. */
+  private readonly closeHooks = new Set<() => void>();
   private closed = false;
   private readonly cache: RecordCache;
   private readonly budget: UncommittedBudget;
@@ -230,6 +232,18 @@ export class StorePartition implements KeyValueStorePartition {
       // Once only: a second call, or one after close() cleared the listeners, changes nothing.
       if (this.listeners.delete(wrapped) && uncommitted) this.uncommittedListeners--;
       this.closeListeners.delete(wrapped);
+    };
+  }
+
+  onClose(listener: () => void): () => void {
+    if (this.closed) {
+      listener();
+      return () => {};
+    }
+    const wrapped = (): void => listener();
+    this.closeHooks.add(wrapped);
+    return () => {
+      this.closeHooks.delete(wrapped);
     };
   }
 
@@ -414,5 +428,15 @@ export class StorePartition implements KeyValueStorePartition {
     this.listeners.clear();
     this.uncommittedListeners = 0;
     this.emitClose(reason);
+    const hooks = [...this.closeHooks];
+    this.closeHooks.clear();
+    for (const hook of hooks) {
+      // As emit(): one hook's exception neither stops the others nor fails the close.
+      try {
+        hook();
+      } catch (error) {
+        process.emitWarning(error instanceof Error ? error : new Error(String(error)));
+      }
+    }
   }
 }

@@ -144,6 +144,13 @@ export interface KeyValueStorePartition {
   subscribe(listener: StoreChangeListener, options?: StoreSubscribeOptions): () => void;
   /** Subscriptions currently open (each subscribe() call until its unsubscribe). */
   listenerCount(): number;
+  /**
+   * Calls `listener` once when the partition closes (at once if it is closed already), so that
+   * whoever keeps a read view open beyond one request (a pinned listing's snapshot) releases it
+   * with the partition. Not a subscription: listenerCount() does not count it. Returns the
+   * way to stop listening.
+   */
+  onClose(listener: () => void): () => void;
 }
 
 /** A dirty entry leaving the record cache (evicted or flushed), in the order it is handed over. */

@@ -30,7 +30,12 @@ let stats: FastPathStats;
 beforeEach(async () => {
   directory = await mkdtemp(join(tmpdir(), 'iqgate-fast-path-'));
   registry = new Registry();
-  f = await createFixture(await openLevelStoreEngine({ directory }), { partitions: 3, gateway: { metrics: registry, maxPageSize: MAX_PAGE, defaultPageSize: 3, corsOrigins: ['http://dashboard.example'] } });
+  // Answers are compared byte for byte: pinned listings' cursors carry a fresh random snapshot id
+  // per answer, so pinning is off here (the pinned-pages tests cover it).
+  f = await createFixture(await openLevelStoreEngine({ directory }), {
+    partitions: 3,
+    gateway: { metrics: registry, maxPageSize: MAX_PAGE, defaultPageSize: 3, corsOrigins: ['http://dashboard.example'], cursorSnapshotTtlMs: 0 },
+  });
   stats = fastPathStats(f.gateway)!;
   server = createServer(f.gateway);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

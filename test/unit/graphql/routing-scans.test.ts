@@ -109,10 +109,33 @@ describe('range and prefix pages gathered from every instance that hosts a parti
     });
   }
 
-  it('pages in descending order, and a cursor from one instance continues on the other', async () => {
-    const forward = await pageThrough([a, b], 'range(store: "words", from: "b", to: "z", order: DESC)', 3, 'forward');
+  it('pages in descending order from either instance', async () => {
+    const forward = await pageThrough([a], 'range(store: "words", from: "b", to: "z", order: DESC)', 3, 'forward');
     const expected = ALL.filter((k) => k >= 'b' && k <= 'z').reverse();
     expect(forward.keys).toEqual(expected);
+    const backward = await pageThrough([b], 'prefix(store: "words", prefix: "key-", order: DESC)', 7, 'backward');
+    expect(backward.keys).toEqual([...UNDER_PREFIX].reverse());
+  });
+
+  it('fails a pinned cursor taken to the other instance with STALE_CURSOR, which starting the listing there again cures', async () => {
+    const query = 'query ($c: String) { page: range(store: "words", first: 5, after: $c) { edges { cursor node { key } } pageInfo { endCursor } } }';
+    const first: any = await gql(fetch as Fetch, a.url, query, { c: null });
+    expect(first.errors).toBeUndefined();
+    const elsewhere: any = await gql(fetch as Fetch, b.url, query, { c: first.data.page.pageInfo.endCursor });
+    expect(elsewhere.errors?.map((e: any) => e.extensions.code)).toEqual(['STALE_CURSOR']);
+    const again: any = await gql(fetch as Fetch, b.url, query, { c: null });
+    expect(again.data.page.edges.map((e: any) => e.node.key)).toEqual(ALL.slice(0, 5));
+    // The instance that pinned it still continues the listing.
+    const here: any = await gql(fetch as Fetch, a.url, query, { c: first.data.page.pageInfo.endCursor });
+    expect(here.data.page.edges.map((e: any) => e.node.key)).toEqual(ALL.slice(5, 10));
+  });
+
+  it('with pinning off (cursorSnapshotTtlMs: 0), a cursor from one instance continues on the other', async () => {
+    await dispose(a);
+    await dispose(b);
+    ({ a, b } = await instancePair({ cursorSnapshotTtlMs: 0 }));
+    const forward = await pageThrough([a, b], 'range(store: "words", from: "b", to: "z", order: DESC)', 3, 'forward');
+    expect(forward.keys).toEqual(ALL.filter((k) => k >= 'b' && k <= 'z').reverse());
     const backward = await pageThrough([b, a], 'prefix(store: "words", prefix: "key-", order: DESC)', 7, 'backward');
     expect(backward.keys).toEqual([...UNDER_PREFIX].reverse());
   });
