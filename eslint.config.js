@@ -61,7 +61,7 @@ export default tseslint.config(
     files: ['src/dashboard/assets/**/*.js'],
     languageOptions: {
       sourceType: 'module',
-      globals: Object.fromEntries(['window', 'document', 'location', 'history', 'fetch', 'setTimeout', 'requestAnimationFrame', 'AbortController', 'TextDecoderStream', 'URLSearchParams', 'console'].map((name) => [name, 'readonly'])),
+      globals: Object.fromEntries(['window', 'document', 'location', 'history', 'fetch', 'setTimeout', 'requestAnimationFrame', 'AbortController', 'TextDecoderStream', 'URLSearchParams', 'URL', 'console'].map((name) => [name, 'readonly'])),
     },
   },
 );

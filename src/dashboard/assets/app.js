@@ -1,10 +1,12 @@
 // The dashboard page: polls the instance, its stores and partitions and the recent figures
 // (one GraphQL query a second and a half), and hosts the explorer (explorer.js), which follows
 // its keys live through two subscriptions. Works against any iqgate application: everything it
-// shows comes from the GraphQL schema, the stores included.
+// shows comes from the GraphQL schema, the stores included. Standby replicas kept here
+// (numStandbyReplicas) are listed with the active partitions, badged, with their lag.
 import { renderChart } from './chart.js';
 import { Explorer } from './explorer.js';
 import { describeErrors, query } from './graphql-client.js';
+import { LAG_TITLE, lagText, replicaBadge } from './replicas.js';
 
 const ENDPOINT = document.querySelector('meta[name="iqgate-graphql"]')?.content || '/graphql';
 const POLL_MS = 1_500;
@@ -20,8 +22,9 @@ const OVERVIEW = `query DashboardOverview {
   }
   stores {
     name keySerde valueSerde partitions
-    localPartitions { partition taskId state committedPosition uncommittedPosition lag lastCommitAt }
+    localPartitions { partition taskId state active standbyLag { offsets timeMs } committedPosition uncommittedPosition lag lastCommitAt }
   }
+  tasks { id active lag { offsets timeMs } }
 }`;
 
 const $ = (selector) => document.querySelector(selector);
@@ -57,7 +60,17 @@ function setConnection(state, text) {
   node.textContent = text;
 }
 
-function renderInstance(instance) {
+/** "2 (most behind: 5 offsets · 300 ms)" for the standby tasks kept here; "none" without any. */
+function standbyFact(tasks) {
+  const standbys = tasks.filter((t) => !t.active);
+  if (standbys.length === 0) return 'none';
+  const lags = standbys.map((t) => t.lag).filter((lag) => lag != null);
+  if (lags.length === 0) return String(standbys.length);
+  const worst = lags.reduce((a, b) => (b.offsets > a.offsets || (b.offsets === a.offsets && b.timeMs > a.timeMs) ? b : a));
+  return `${standbys.length} (most behind: ${lagText(worst)})`;
+}
+
+function renderInstance(instance, tasks) {
   $('#app-id').textContent = instance.applicationId ?? '';
   const badge = $('#instance-state');
   badge.textContent = instance.state;
@@ -68,6 +81,7 @@ function renderInstance(instance) {
     ['guarantee', instance.processingGuarantee ?? '—'],
     ['commit interval', ms(instance.commitIntervalMs)],
     ['stores · tasks', `${instance.stores} · ${instance.tasks}`],
+    ['standby tasks', standbyFact(tasks)],
     ['commits', instance.commits ?? '—'],
     ['commit latency p50 · p99', `${ms(instance.commitLatencyP50Ms)} · ${ms(instance.commitLatencyP99Ms)}`],
     ['last commit', ago(instance.lastCommitAt)],
@@ -91,21 +105,27 @@ function renderPartitions(list) {
   for (const store of list) {
     if (store.localPartitions.length === 0) {
       const tr = document.createElement('tr');
-      tr.append(cell(store.name), cell(`none of ${store.partitions} hosted here`, { colspan: '7', class: 'muted' }));
+      tr.append(cell(store.name), cell(`none of ${store.partitions} hosted here`, { colspan: '9', class: 'muted' }));
       rows.push(tr);
     }
     for (const p of store.localPartitions) {
       const tr = document.createElement('tr');
       tr.dataset.store = store.name;
       tr.dataset.partition = String(p.partition);
+      tr.dataset.replica = p.active ? 'active' : 'standby';
+      if (!p.active) tr.classList.add('standby');
+      const replica = cell('', { 'data-column': 'replica' });
+      replica.append(replicaBadge(p.active));
       tr.append(
         cell(store.name),
         cell(String(p.partition)),
         cell(p.taskId),
+        replica,
         cell(p.state, { 'data-state': p.state }),
         cell(positionText(p.committedPosition), { class: 'position', 'data-column': 'committed' }),
         cell(positionText(p.uncommittedPosition), { class: 'position', 'data-column': 'uncommitted' }),
         cell(p.lag == null ? '—' : String(p.lag), { 'data-column': 'lag' }),
+        cell(p.active ? '' : lagText(p.standbyLag) || '—', { 'data-column': 'standby-lag', title: p.active ? '' : LAG_TITLE }),
         cell(ago(p.lastCommitAt)),
       );
       rows.push(tr);
@@ -141,7 +161,7 @@ async function poll() {
     const result = await query(ENDPOINT, OVERVIEW);
     if (result.data == null) throw new Error(describeErrors(result.errors));
     setConnection('connected', 'connected');
-    renderInstance(result.data.instance);
+    renderInstance(result.data.instance, result.data.tasks);
     renderChart($('#chart'), result.data.instance.history, HISTORY_MINUTES * 60_000);
     stores = new Map(result.data.stores.map((s) => [s.name, s]));
     renderPartitions(result.data.stores);

@@ -10,7 +10,14 @@
 // uncommitted view of the keys in sight twice a second (`getMany`/`range` with readCommitted:
 // false), which re-syncs it after a resubscription gap. The committed column is fed by its
 // subscription alone: committed changes are exact and never roll back.
+//
+// Those reads go through the gateway's routing, so each partition of their answer says who
+// answered it (PartitionResult): the active task or a standby replica (with its lag), on which
+// instance (servedBy), or why none could (the failure, with the owner and the standbys it names).
+// The explorer lists that under the table; rows of a partition kept here as a standby (which the
+// subscriptions then follow) carry a "standby" badge.
 import { describeErrors, errorCode, query, subscribe } from './graphql-client.js';
+import { answeredBy, replicaBadge } from './replicas.js';
 
 const CHANGES = `subscription DashboardChanges($store: String!, $keys: [Key!], $from: Key, $to: Key, $readCommitted: Boolean!) {
   changes(store: $store, keys: $keys, from: $from, to: $to, readCommitted: $readCommitted, initial: true) {
@@ -26,10 +33,14 @@ const PERMANENT = new Set([
   'TOO_MANY_ALIASES', 'TOO_MANY_DIRECTIVES', 'TOO_MANY_TOKENS', 'ENCODE_FAILED', 'KEY_TOO_LARGE',
 ]);
 
+// Who answered each partition of a read. Nothing to register for the gateway's fast path: it
+// learns every query text yoga has validated once (src/graphql/known-operations.ts).
+const PARTITION_FIELDS = 'partition position standby lag { offsets timeMs } servedBy failure { reason message owner standbys }';
+
 const PEEK_KEYS = `query DashboardPeekKeys($store: String!, $keys: [Key!]!) {
   getMany(store: $store, keys: $keys, readCommitted: false) {
     entries { key value found partition failure { reason } }
-    partitions { partition position }
+    partitions { ${PARTITION_FIELDS} }
   }
 }`;
 
@@ -37,7 +48,7 @@ const PEEK_RANGE = `query DashboardPeekRange($store: String!, $from: Key, $to: K
   range(store: $store, from: $from, to: $to, first: $first, readCommitted: false) {
     edges { node { key value partition } }
     pageInfo { hasNextPage }
-    partitions { partition position }
+    partitions { ${PARTITION_FIELDS} }
   }
 }`;
 
@@ -167,6 +178,9 @@ export class Explorer {
     this.form = root.querySelector('#explorer-form');
     this.tbody = root.querySelector('#explorer tbody');
     this.statusLine = root.querySelector('#explorer-status');
+    this.answersLine = root.querySelector('#answered-by');
+    // servedBy names this page's own instance by its advertised URL: the endpoint, when the page reaches it the same way.
+    this.selfUrl = new URL(endpoint, location.href).href;
     this.feeds = Object.fromEntries(COLUMNS.map((c) => [c, new Feed(endpoint, c, this)]));
     this.status = { committed: { state: 'idle' }, uncommitted: { state: 'idle' } };
     this.rows = new Map();
@@ -223,6 +237,7 @@ export class Explorer {
     for (const feed of Object.values(this.feeds)) feed.stop();
     this.peekGeneration += 1;
     this.rows.clear();
+    this.showAnswers(null);
     this.selection = selection;
     const params = new URLSearchParams({ store: selection.store, mode: selection.mode, limit: String(selection.limit) });
     if (selection.mode === 'keys') params.set('keys', selection.keys);
@@ -291,6 +306,7 @@ export class Explorer {
       if (generation !== this.peekGeneration || this.status.uncommitted.state !== 'live' || result.data == null) continue;
       if (keys === null) this.applyRangeRead(asked, result.data.range);
       else this.applyKeysRead(asked, result.data.getMany);
+      this.showAnswers((keys === null ? result.data.range : result.data.getMany).partitions);
     }
   }
 
@@ -353,6 +369,39 @@ export class Explorer {
     this.scheduleRender();
   }
 
+  /** Lists who answered each partition of the last read (null: nothing read yet for this selection). */
+  showAnswers(partitions) {
+    const line = this.answersLine;
+    if (line === null) return;
+    if (partitions == null || partitions.length === 0) {
+      line.hidden = true;
+      line.replaceChildren();
+      return;
+    }
+    const items = [...partitions].sort((a, b) => a.partition - b.partition).map((outcome) => {
+      const answer = answeredBy(outcome, this.selfUrl);
+      const span = document.createElement('span');
+      span.className = 'answer';
+      span.dataset.partition = String(outcome.partition);
+      span.dataset.kind = answer.kind;
+      span.textContent = `${outcome.partition}: ${answer.text}`;
+      span.title = answer.title;
+      return span;
+    });
+    const label = document.createElement('span');
+    label.className = 'muted';
+    label.textContent = 'last read answered, per partition —';
+    line.replaceChildren(label, ...items);
+    line.hidden = false;
+  }
+
+  /** True when the store's partition is kept here as a standby replica (as last polled). */
+  standbyHere(partition) {
+    if (partition === undefined || this.selection === null) return false;
+    const local = this.stores().get(this.selection.store)?.localPartitions?.find((p) => p.partition === partition);
+    return local !== undefined && local.active === false;
+  }
+
   setStatus(column, state, message) {
     this.status[column] = { state, message };
     const states = COLUMNS.map((c) => this.status[c].state);
@@ -393,6 +442,13 @@ export class Explorer {
       const keyCell = document.createElement('td');
       keyCell.className = 'key';
       keyCell.textContent = valueText(row.key);
+      const partition = row.committed?.partition ?? row.uncommitted?.partition;
+      if (this.standbyHere(partition)) {
+        tr.dataset.replica = 'standby';
+        const badge = replicaBadge(false);
+        badge.title = `partition ${partition} is kept here as a standby replica: its subscriptions follow the standby`;
+        keyCell.append(' ', badge);
+      }
       tr.append(keyCell);
       const shown = COLUMNS.map((column) => {
         const cell = row[column];
