@@ -24,7 +24,7 @@ export const ERROR_CODES = {
   INVALID_KEY: 'A key argument could not be converted with the store\'s key serde.',
   INVALID_ARGUMENT: 'A query argument is malformed or out of bounds.',
   INVALID_CURSOR: 'A pagination cursor is malformed or belongs to another query.',
-  STALE_CURSOR: 'The snapshot a pagination cursor\'s listing was read from is no longer held (it expired after cursorSnapshotTtlMs, was evicted, its partition closed or moved, or the cursor comes from another instance or an earlier run); start the listing again without a cursor.',
+  STALE_CURSOR: 'The snapshot a pagination cursor\'s listing was read from is no longer held by the instance that took it (it expired after cursorSnapshotTtlMs, was evicted, or one of its partitions closed or moved); start the listing again without a cursor.',
   PAGE_SIZE_EXCEEDED: 'The requested page size is above the server limit.',
   NOT_UP_TO_BOUND: 'The store did not reach the requested position bound in time.',
   NOT_STARTED: 'The runtime is not running yet.',

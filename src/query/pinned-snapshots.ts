@@ -20,6 +20,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Bytes, KeyValueStorePartition, ReadView } from '../store/types.js';
 import { SNAPSHOT_ID_BYTES } from './cursor.js';
+import { Buffer } from 'node:buffer';
+
+/** The leading bytes of a snapshot id that name the process that pinned it. */
+const NONCE_BYTES = 4;
 import { performance } from 'node:perf_hooks';
 
 /** Defaults of the gateway's cursorSnapshotTtlMs and maxPinnedSnapshots (and the QueryEngine's). */
@@ -63,6 +67,8 @@ export class PinnedSnapshots {
   /** View closes under way, awaited by close(). */
   private readonly closing = new Set<Promise<void>>();
   private closed = false;
+  /** Leads every id this store pins (pinnedHere). */
+  private readonly nonce = randomBytes(NONCE_BYTES);
 
   constructor(private readonly options: PinnedSnapshotOptions) {
     if (!Number.isSafeInteger(options.ttlMs) || options.ttlMs < 0) throw new TypeError('ttlMs must be a non-negative integer');
@@ -90,7 +96,7 @@ export class PinnedSnapshots {
       return undefined;
     }
     while (this.pins.size >= this.options.maxPinned) this.release(this.pins.values().next().value!);
-    const id = randomBytes(SNAPSHOT_ID_BYTES);
+    const id = Buffer.concat([this.nonce, randomBytes(SNAPSHOT_ID_BYTES - NONCE_BYTES)]);
     const held: Held = { id, fingerprint, readCommitted, partitions, expiresAt: this.now() + this.options.ttlMs, readers: 0, released: false, unhook: [] };
     this.pins.set(id.toString('latin1'), held);
     for (const { store } of partitions.values()) held.unhook.push(store.onClose(() => this.release(held)));
@@ -102,6 +108,15 @@ export class PinnedSnapshots {
    * The pin `id` names, held for a read until done(); undefined when it is unknown, expired
    * (it is released now, whether or not the timer came yet) or released.
    */
+  /**
+   * Whether `id` was pinned by this process: ids start with a nonce of the process's own, so a
+   * cursor another instance (or an earlier run of this one) pinned is told apart from one whose
+   * snapshot this process held and let go.
+   */
+  pinnedHere(id: Bytes): boolean {
+    return id.length === SNAPSHOT_ID_BYTES && id.subarray(0, NONCE_BYTES).equals(this.nonce);
+  }
+
   acquire(id: Bytes): Pin | undefined {
     const held = this.pins.get(id.toString('latin1'));
     if (held === undefined || held.released) return undefined;

@@ -176,6 +176,14 @@ export class QueryEngine {
   async page(options: QueryOptions, request: PageRequest): Promise<Page> {
     const store = this.store(options.store);
     const partitions = options.partitions ?? Array.from({ length: store.partitions }, (_, i) => i);
+    if (request.snapshot !== undefined && !this.pins.pinnedHere(request.snapshot)) {
+      // Pinned by another instance (or an earlier run of this one): read at the current state, as
+      // an unpinned listing is, and keep naming that snapshot, so the listing's pages that go back
+      // to the instance holding it read it again (docs/architecture.md §5, Pinned pages).
+      const { snapshot, pin: _pin, ...unpinned } = request;
+      const page = await this.readPage(store, options, unpinned, partitions, undefined);
+      return { ...page, snapshot, pinnedNow: false };
+    }
     const pin = request.snapshot === undefined ? undefined : this.acquirePin(store, options, request, partitions);
     try {
       return await this.readPage(store, options, request, partitions, pin);
@@ -269,7 +277,7 @@ export class QueryEngine {
     if (pin === undefined) {
       throw new IqgateError(
         'STALE_CURSOR',
-        'The snapshot this listing was read from is no longer held here (it expired, was evicted, or was taken by another instance or an earlier run of this one); start the listing again without a cursor.',
+        'The snapshot this listing was read from is no longer held here (it expired or was evicted); start the listing again without a cursor.',
       );
     }
     try {

@@ -208,10 +208,15 @@ describe('pinned listings', () => {
     const badLength = Buffer.from(bytes);
     badLength[9] = 5;
     expect(await codeOf(badLength.toString('base64url'))).toEqual(['INVALID_CURSOR']);
-    // Another snapshot id of the right length: nothing held under it.
+    // Another snapshot id of this gateway's (its first 4 bytes name the gateway that pinned it):
+    // nothing held under it.
     const otherId = Buffer.from(bytes);
-    otherId[10] = otherId[10]! ^ 0xff;
+    otherId[14] = otherId[14]! ^ 0xff;
     expect(await codeOf(otherId.toString('base64url'))).toEqual(['STALE_CURSOR']);
+    // An id another gateway pinned: read at the current state, no error.
+    const foreign = Buffer.from(bytes);
+    foreign[10] = foreign[10]! ^ 0xff;
+    expect(await codeOf(foreign.toString('base64url'))).toBeUndefined();
     // The committed listing's cursor asked for the uncommitted view.
     expect(await codeOf(cursor, false)).toEqual(['INVALID_CURSOR']);
     // None of that touched the listing.
