@@ -27,6 +27,7 @@ import type { AdminPort, ChangelogReaderPort } from './ports.js';
 import { RestoreCancelled, restoreTaskStores } from './restore-task-stores.js';
 import type { TaskLogger } from './stream-task.js';
 import type { SubTopologyPlan } from './sub-topology-plan.js';
+import type { StoreRegistry } from './store-registry.js';
 import { taskIdFor } from './topic-names.js';
 
 export interface StandbyLag {
@@ -59,6 +60,8 @@ export interface StandbyTasksDeps {
   readonly wanted: () => ReadonlyArray<{ readonly subTopology: number; readonly partition: number }>;
   /** Whether the task runs here as active (assigned): then it is no standby here. */
   readonly isActive: (taskId: string) => boolean;
+  /** Where the standbys' store partitions are registered for queries while open. */
+  readonly registry?: StoreRegistry;
   /** A standby's refresh applied `records` changelog records. */
   readonly onApplied?: (taskId: string, records: number) => void;
 }
@@ -142,6 +145,7 @@ export class StandbyTasks {
       run: async () => {
         const stores = task.stores;
         task.stores = null;
+        if (stores !== null) this.deps.registry?.unregister(taskId, stores);
         try {
           await stores?.close();
         } catch (error) {
@@ -209,6 +213,7 @@ export class StandbyTasks {
     }
     try {
       task.stores = await this.deps.engine.openTask(task.id, [...task.plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
+      this.deps.registry?.register(task.id, task.stores, { active: false, state: () => 'RUNNING', lag: () => task.lag() });
       this.deps.logger.info({ taskId: task.id, changelogOffsets: task.stores.changelogOffsets() }, 'standby task open');
     } catch (error) {
       this.deps.logger.warn({ taskId: task.id, err: error }, 'opening a standby task failed; the next poll tries again');

@@ -71,6 +71,8 @@ export interface StreamTaskConfig {
   /** Repartition topics this task writes as packs (record-pack.ts): topic → partition count. */
   readonly packedTopics?: ReadonlyMap<string, number>;
   readonly logger: TaskLogger;
+  /** Its stores were attached (`attached`) or these were detached: the task manager's StoreRegistry follows. */
+  readonly onStores?: (task: StreamTask, change: { readonly attached: TaskStores } | { readonly detached: TaskStores }) => void;
 }
 
 /**
@@ -249,6 +251,7 @@ export class StreamTask {
     this.nodes.forgetStores();
     this.unsubscribeFlush?.();
     this.unsubscribeFlush = stores.onFlush((changes) => this.onFlushed(changes));
+    this.config.onStores?.(this, { attached: stores });
   }
 
   detach(): { producer: TaskProducer | null; stores: TaskStores | null } {
@@ -258,6 +261,7 @@ export class StreamTask {
     this.attachedProducer = null;
     this.attachedStores = null;
     this.dropUncommitted();
+    if (detached.stores !== null) this.config.onStores?.(this, { detached: detached.stores });
     return detached;
   }
 

@@ -29,6 +29,7 @@ import type { Topology } from './topology.js';
 import { planSubTopologies, sinkTopicsOf, type SubTopologyPlan } from './sub-topology-plan.js';
 import { revokedReason, shutdownReason } from './task-close-reason.js';
 import { StandbyTasks, type StandbyTaskView } from './standby-tasks.js';
+import { StoreRegistry } from './store-registry.js';
 import { TaskOpener } from './task-opener.js';
 import { TaskRecovery } from './task-recovery.js';
 import { taskIdFor } from './topic-names.js';
@@ -159,6 +160,8 @@ export class TaskManager implements ConsumerHandlers {
   private readonly committer: InstanceCommitter | null;
   /** Standby replicas kept here (numStandbyReplicas > 0 with a placement), else null. */
   private readonly standbys: StandbyTasks | null;
+  /** Every store partition open here, active and standby, for the query layer. */
+  readonly stores = new StoreRegistry();
 
   constructor(private readonly deps: TaskManagerDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -206,6 +209,7 @@ export class TaskManager implements ConsumerHandlers {
       pollMs: options.standbyPollMs,
       wanted: placement,
       isActive: (taskId) => this.tasks.has(taskId),
+      registry: this.stores,
     });
     this.recovery = new TaskRecovery({
       options, ports: deps.ports, logger: deps.logger,
@@ -480,6 +484,11 @@ export class TaskManager implements ConsumerHandlers {
       ...(this.deps.events.onCommitStep ? { onCommitStep: this.deps.events.onCommitStep } : {}),
       ...(this.deps.events.onTransactionAborted ? { onTransactionAborted: this.deps.events.onTransactionAborted } : {}),
       logger: this.deps.logger,
+      onStores: (task, change) => {
+        if ('detached' in change) this.stores.unregister(task.id, change.detached);
+        // A revoked task keeps its stores until it has closed, but no longer serves them.
+        else if (!task.revoked || this.tasks.get(task.id) === task) this.stores.register(task.id, change.attached, { active: true, state: () => task.state });
+      },
     });
   }
 
@@ -553,6 +562,7 @@ export class TaskManager implements ConsumerHandlers {
   /** The task leaves the assignment: it takes no more records and is no longer routed to. */
   private forget(task: StreamTask): void {
     task.revoke();
+    if (task.stores !== null) this.stores.unregister(task.id, task.stores);
     this.tasks.delete(task.id);
     for (const tp of task.sourcePartitions) this.taskOfPartition.delete(key(tp));
     this.backpressured.delete(task);

@@ -141,8 +141,7 @@ export class Runtime {
     this.locator = new StoreLocator({
       topology: this.topology,
       applicationId: this.options.applicationId,
-      tasks: () => this.manager?.tasks,
-      standby: (taskId) => this.manager?.standbyTask(taskId),
+      registry: () => this.manager?.stores,
       owners: () => this.ports?.consumer.partitionOwners?.() ?? [],
     });
     this.monitor = new RuntimeMonitor({ options: this.options, topology: this.topology, metrics: this.metrics, kafka: () => this.ports });

@@ -7,8 +7,8 @@
  */
 import type { PartitionOwner } from '../processing/ports.js';
 import { placeStandbys, type TaskPlacement } from '../processing/standby-placement.js';
-import type { StandbyLag, StandbyTaskView } from '../processing/standby-tasks.js';
-import type { StreamTask } from '../processing/stream-task.js';
+import type { StandbyLag } from '../processing/standby-tasks.js';
+import type { RegisteredStore, StoreRegistry } from '../processing/store-registry.js';
 import type { TaskState } from '../processing/task-state.js';
 import { taskIdFor } from '../processing/topic-names.js';
 import type { Topology } from '../processing/topology.js';
@@ -36,10 +36,8 @@ export interface LocalStore {
 export interface StoreLocatorSources {
   readonly topology: Topology;
   readonly applicationId: string;
-  /** The tasks hosted here by id; undefined before start. */
-  readonly tasks: () => ReadonlyMap<string, StreamTask> | undefined;
-  /** The standby of a task kept here, if any. */
-  readonly standby?: (taskId: string) => StandbyTaskView | undefined;
+  /** The store partitions open here (the task manager's); undefined before start. */
+  readonly registry: () => StoreRegistry | undefined;
   /** The group's partition owners as the consumer last learned them (empty without). */
   readonly owners: () => readonly PartitionOwner[];
 }
@@ -50,34 +48,17 @@ export class StoreLocator {
 
   constructor(private readonly sources: StoreLocatorSources) {}
 
-  /** The store partitions of the local tasks that have their stores open, with their task state. */
+  /** The store partitions of the local active tasks that have their stores open, with their task state. */
   localStores(): LocalStore[] {
-    const result: LocalStore[] = [];
-    for (const task of this.sources.tasks()?.values() ?? []) {
-      const stores = task.stores;
-      if (stores === null) continue;
-      for (const storeName of stores.storeNames()) {
-        result.push({ storeName, partition: task.partition, taskId: task.id, taskState: task.state, store: stores.store(storeName), active: true });
-      }
-    }
-    return result;
+    const registry = this.sources.registry();
+    if (registry === undefined) return [];
+    return registry.all().filter((entry) => entry.active).map(toLocalStore);
   }
 
-  /** A map lookup (task id = sub-topology + partition), since every key query asks and a process may host 1000 tasks. */
+  /** One map lookup in the task manager's StoreRegistry: every key query asks, and a process may host 1000 tasks. */
   localStore(storeName: string, partition: number): LocalStore | undefined {
-    const sub = this.subTopologyOfStore(storeName);
-    if (sub === undefined) return undefined;
-    const taskId = taskIdFor(sub, partition);
-    const task = this.sources.tasks()?.get(taskId);
-    if (task !== undefined) {
-      const stores = task.stores;
-      if (stores === null || !stores.storeNames().includes(storeName)) return undefined;
-      return { storeName, partition, taskId: task.id, taskState: task.state, store: stores.store(storeName), active: true };
-    }
-    const standby = this.sources.standby?.(taskId);
-    const stores = standby?.stores ?? null;
-    if (standby === undefined || stores === null || !stores.storeNames().includes(storeName)) return undefined;
-    return { storeName, partition, taskId, taskState: 'RUNNING', store: stores.store(storeName), active: false, lag: standby.lag() };
+    const entry = this.sources.registry()?.get(storeName, partition);
+    return entry === undefined ? undefined : toLocalStore(entry);
   }
 
   /** Every owned task with the URLs of its standby hosts (standby-placement.ts); one placement per owner map. */
@@ -131,4 +112,12 @@ export class StoreLocator {
   private subTopologyOfStore(storeName: string): number | undefined {
     return this.sources.topology.subTopologies.find((s) => s.stores.includes(storeName))?.id;
   }
+}
+
+function toLocalStore(entry: RegisteredStore): LocalStore {
+  const lag = entry.lag();
+  return {
+    storeName: entry.storeName, partition: entry.partition, taskId: entry.taskId, taskState: entry.state(), store: entry.store, active: entry.active,
+    ...(lag === undefined ? {} : { lag }),
+  };
 }

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { ControlQueue } from '../../../src/processing/control-queue.js';
 import { StandbyTasks } from '../../../src/processing/standby-tasks.js';
+import { StoreRegistry } from '../../../src/processing/store-registry.js';
 import { planSubTopologies } from '../../../src/processing/sub-topology-plan.js';
 import { createInMemoryDatabase, createInMemoryStoreEngine } from '../../../src/store/index.js';
 import { serdes } from '../../../src/store/serdes.js';
@@ -41,7 +42,9 @@ describe('standby tasks', () => {
     const plans = planSubTopologies(topology, 'app');
     const sub = plans.find((p) => p.changelogTopics.size > 0)!.id;
     const activeHere = new Set<string>();
+    const registry = new StoreRegistry();
     const standbys = new StandbyTasks({
+      registry,
       plans, engine, admin: ports.admin, reader: ports.changelogReader, control, logger: silentLogger,
       clock: () => now, pollMs: 60_000, wanted: () => [{ subTopology: sub, partition: 0 }, { subTopology: sub, partition: 1 }],
       isActive: (id) => activeHere.has(id),
@@ -59,6 +62,11 @@ describe('standby tasks', () => {
     expect(await countsOf(standby.stores!)).toEqual(await active.counts('counts', 0));
     expect(await countsOf(standby.stores!)).toEqual(new Map([['x', 2], ['y', 1]]));
     expect(standby.lag()).toEqual({ offsets: 0, timeMs: 0 });
+    // Queries find it in the registry, as a standby with its lag.
+    const registered = registry.get('counts', 0)!;
+    expect([registered.taskId, registered.active, registered.state()]).toEqual([id, false, 'RUNNING']);
+    expect(registered.lag()).toEqual({ offsets: 0, timeMs: 0 });
+    expect(registry.get('counts', 1)).toBeUndefined();
 
     // Uncommitted work of the active is not read; committed work is, at the next poll.
     for (const key of ['x', 'z']) send(broker, 'in', 0, key, 'v');
@@ -82,6 +90,7 @@ describe('standby tasks', () => {
     standbys.release(id);
     await control.idle();
     expect(standbys.get(id)).toBeUndefined();
+    expect(registry.get('counts', 0)).toBeUndefined();
     const reopened = await engine.openTask(id, [{ name: 'counts', partition: 0 }]);
     expect(reopened.changelogOffsets()).toEqual(offsets);
     expect(await countsOf(reopened)).toEqual(new Map([['x', 3], ['y', 1], ['z', 1]]));
