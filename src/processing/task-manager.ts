@@ -801,11 +801,6 @@ export class TaskManager implements ConsumerHandlers {
   standbyTasks(): StandbyTaskView[] {
     return this.standbys?.all() ?? [];
   }
-
-  /** The standby of `taskId` kept here, if any. */
-  standbyTask(taskId: string): StandbyTaskView | undefined {
-    return this.standbys?.get(taskId);
-  }
 }
 
 /**
