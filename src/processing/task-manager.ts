@@ -20,8 +20,9 @@ import type { StoreEngine } from '../store/types.js';
 import { IqgateError } from '../errors.js';
 import { ControlQueue } from './control-queue.js';
 import { discardProducer } from './discard-producer.js';
-import { InstanceCommitter, type InstanceCommitOutcome } from './instance-committer.js';
-import type { ConsumerHandlers, InputRecord, KafkaPorts, TaskProducer, TopicPartition } from './ports.js';
+import { InstanceCommits, PerTaskCommits, type CommitHost, type CommitStrategy } from './commit-strategy.js';
+import type { InstanceCommitOutcome } from './instance-committer.js';
+import type { ConsumerHandlers, InputRecord, KafkaPorts, TopicPartition } from './ports.js';
 import type { ProcessingOptions } from './processing-options.js';
 import { RestoreCancelled, type RestoreProgress } from './restore-task-stores.js';
 import { FatalTaskError, StreamTask, type CommitOutcome, type CommitStep, type TaskLogger } from './stream-task.js';
@@ -153,11 +154,11 @@ export class TaskManager implements ConsumerHandlers {
    */
   private overBudgetAt: number | null = null;
   /**
-   * Exactly-once v2 (the ports offer one producer for the instance, with KIP-447 fencing): all
-   * tasks commit in one transaction that processing does not wait for. Null: per-task
-   * transactions (kafkajs), or at-least-once.
+   * How tasks commit, chosen once (commit-strategy.ts): one transaction for the instance that
+   * processing does not wait for (exactly-once v2: the ports offer one producer for the instance,
+   * with KIP-447 fencing), or a commit per task (per-task transactions on kafkajs, at-least-once).
    */
-  private readonly committer: InstanceCommitter | null;
+  private readonly commits: CommitStrategy;
   /** Standby replicas kept here (numStandbyReplicas > 0 with a placement), else null. */
   private readonly standbys: StandbyTasks | null;
   /** Every store partition open here, active and standby, for the query layer. */
@@ -175,27 +176,37 @@ export class TaskManager implements ConsumerHandlers {
     this.control = new ControlQueue(options.maxConcurrentControlOps, (op, error) => {
       this.deps.logger.error({ op: op.key, err: error }, 'control operation failed');
     }, this.clock, (waitMs) => deps.events.onControlWait?.(waitMs));
-    const streamProducer = options.processingGuarantee === 'exactly_once' ? deps.ports.streamProducer : undefined;
-    this.committer = streamProducer === undefined ? null : new InstanceCommitter({
-      producer: streamProducer,
-      tasks: () => this.tasks.values(),
-      clock: this.clock,
-      sliceClock: this.sliceClock,
-      pacer: this.pacer,
-      logger: deps.logger,
-      onCommit: (outcome) => {
-        for (const task of this.tasks.values()) this.recovery.resetAttempts(task.id);
-        this.deps.events.onInstanceCommit?.(outcome);
+    this.recovery = new TaskRecovery({
+      options, ports: deps.ports, logger: deps.logger,
+      openedUnderCurrentAssignment: (task) => this.openedIn.get(task) === this.generation,
+      reopen: (task) => {
+        if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.requestOpen(task);
       },
-      ...(deps.events.onCommitStep ? { onCommitStep: deps.events.onCommitStep } : {}),
-      onFailed: (tasks, error) => this.recoverAll(tasks, error),
-      onRewound: (tasks, error) => this.rewindAfterAbort(tasks, error),
-      abandoned: () => this.failed,
     });
+    const streamProducer = options.processingGuarantee === 'exactly_once' ? deps.ports.streamProducer : undefined;
+    const host: CommitHost = {
+      tasks: () => this.tasks.values(),
+      control: this.control,
+      recovery: this.recovery,
+      events: deps.events,
+      logger: deps.logger,
+      clock: this.clock,
+      commitIntervalMs: options.commitIntervalMs,
+      afterCommit: () => {
+        if (this.overBudgetAt !== null && this.deps.engine.uncommittedBytes() < this.overBudgetAt) this.overBudgetAt = null;
+        this.scheduleLoop();
+      },
+      scheduleLoop: () => this.scheduleLoop(),
+      failed: () => this.failed,
+      enqueueClose: (task, commit, after) => this.enqueueClose(task, commit, after),
+    };
+    this.commits = streamProducer === undefined
+      ? new PerTaskCommits(host)
+      : new InstanceCommits(host, { producer: streamProducer, sliceClock: this.sliceClock, pacer: this.pacer, admin: deps.ports.admin });
     this.opener = new TaskOpener({
       options, ports: deps.ports, engine: deps.engine, logger: deps.logger, clock: this.clock,
       onRestoreProgress: (p) => this.deps.events.onRestoreProgress?.(p),
-      ...(this.committer === null || streamProducer === undefined ? {} : { createProducer: () => instanceProducerOf(this.committer!, streamProducer.transactionalId) }),
+      ...(this.commits.producerFor === undefined ? {} : { createProducer: () => this.commits.producerFor!() }),
     });
     const placement = deps.standbyPlacement;
     this.standbys = options.numStandbyReplicas === 0 || placement === undefined ? null : new StandbyTasks({
@@ -210,13 +221,6 @@ export class TaskManager implements ConsumerHandlers {
       wanted: placement,
       isActive: (taskId) => this.tasks.has(taskId),
       registry: this.stores,
-    });
-    this.recovery = new TaskRecovery({
-      options, ports: deps.ports, logger: deps.logger,
-      openedUnderCurrentAssignment: (task) => this.openedIn.get(task) === this.generation,
-      reopen: (task) => {
-        if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.requestOpen(task);
-      },
     });
   }
 
@@ -265,11 +269,7 @@ export class TaskManager implements ConsumerHandlers {
       this.overBudgetAt = bytes;
       for (const task of this.tasks.values()) if (task.hasUncommitted()) this.requestCommit(task);
     });
-    // Exactly-once v2: InitProducerId (which fences this instance's previous incarnation and
-    // settles its open transaction) now, while the consumer joins its group, rather than when
-    // the first task opens — every task's open waits for it (bench:restart). A failure here is
-    // only early: the first task's open asks again.
-    this.committer?.ready().catch(() => undefined);
+    this.commits.start();
     this.standbys?.start();
   }
 
@@ -349,44 +349,17 @@ export class TaskManager implements ConsumerHandlers {
         // The cycle under way may carry a cut of the task whose offsets it has not sent yet. Opened
         // here again before that cycle ended, the task would read the offsets from before the cut
         // and process its records again.
-        if (this.committer !== null) this.reopenAfter.set(task, this.committer.cycleEnded());
+        const cycleEnded = this.commits.cycleEnded();
+        if (cycleEnded !== undefined) this.reopenAfter.set(task, cycleEnded);
       }
       // And those offsets must go out before the member rejoins (librdkafka does once this
       // settles): sent under the generation it rejoins with, KIP-447 would accept them for a
       // partition another member may have read its offsets of already.
-      if (this.committer !== null) await this.committer.offsetsSettled(revoked);
+      await this.commits.offsetsSettled(revoked);
       return;
     }
     for (const task of revoked) this.forget(task);
-    if (this.committer !== null) {
-      await this.revokeUnderInstanceTransaction(revoked, this.committer);
-      return;
-    }
-    // At-least-once and exactly-once v1: each close commits its task's offsets (v1: its own
-    // transaction), which must happen while the partitions are still ours.
-    await Promise.all(revoked.map((task) => this.enqueueClose(task, true)));
-  }
-
-  /**
-   * Exactly-once v2: the partitions go as soon as no offsets of theirs can still join a
-   * transaction. What a revoked task processed since its last cut is dropped here (the next
-   * owner processes it again from the committed offsets: a commit interval's worth at most), and
-   * a revoked task is never cut again (StreamTask.cut): a cut taken after the partition went would
-   * be committed under this member's current generation, which KIP-447 does not fence. A cut
-   * already in the cycle under way stays in it; once that cycle has sent its offsets, they are
-   * the transaction's, and the next owner's read of the committed offsets (require_stable) waits
-   * for that transaction to end, its restore for its markers (TaskOpener.settledEnd). So the
-   * revoke callback — while which librdkafka holds back the fetches of every partition, the
-   * staying ones too (rd_kafka_assignment_pause "incremental rebalance") — waits at most for the
-   * rest of one cycle's produce and its offsets, not for a whole commit and another cycle.
-   * The tasks close after that cycle has ended (its store writes included), in the control queue
-   * (a task assigned again meanwhile opens after its close: one task's operations run in order).
-   */
-  private async revokeUnderInstanceTransaction(revoked: readonly StreamTask[], committer: InstanceCommitter): Promise<void> {
-    for (const task of revoked) if (task.state === 'RUNNING') task.dropUncommitted();
-    const cycleEnded = committer.cycleEnded();
-    for (const task of revoked) void this.enqueueClose(task, false, cycleEnded);
-    await committer.offsetsSettled(revoked);
+    await this.commits.revoke(revoked);
   }
 
   /** Queues a task's close (closeTask); resolves when it has run, whatever its outcome. `after`: what the close waits for first. */
@@ -421,7 +394,7 @@ export class TaskManager implements ConsumerHandlers {
       if (wanted.has(id)) continue;
       this.forget(task);
       // After the cycle under way (a lost task's cut may be in it): its store write needs the stores.
-      void this.enqueueClose(task, true, this.committer?.cycleEnded());
+      void this.enqueueClose(task, true, this.commits.cycleEnded());
     }
     const consumer = this.deps.ports.consumer;
     for (const [id, { plan, partition }] of wanted) {
@@ -478,7 +451,7 @@ export class TaskManager implements ConsumerHandlers {
       processingErrors: options.processingErrors,
       deadLetterTopic: options.deadLetterTopic,
       eagerSendRecords: options.sendAheadRecords,
-      instanceTransaction: this.committer !== null,
+      instanceTransaction: this.commits.instanceTransaction,
       ...(options.packRepartition && this.deps.repartitionPartitions ? { packedTopics: this.deps.repartitionPartitions } : {}),
       commitInputOffsets: (offsets) => this.deps.ports.consumer.commitOffsets(offsets),
       ...(this.deps.events.onCommitStep ? { onCommitStep: this.deps.events.onCommitStep } : {}),
@@ -576,90 +549,13 @@ export class TaskManager implements ConsumerHandlers {
     }
   }
 
-  /** Exactly-once v2, a cycle with an unknown outcome: roll its tasks back and re-open them. */
-  private async recoverAll(tasks: readonly StreamTask[], error: unknown): Promise<void> {
-    await Promise.all(tasks.map((task) => this.recovery.recover(task, error, { logged: true })));
-    this.scheduleLoop();
-  }
-
-  /**
-   * Exactly-once v2, a cycle whose abort the broker confirmed: its tasks rewind in memory
-   * (StreamTask.rewindToCommitted) and the consumer goes back to their committed positions. The
-   * changelog ends are read first, inside the cycle, so before any next transaction begins;
-   * unreadable, the tasks take the slow path (recoverAll).
-   */
-  private async rewindAfterAbort(tasks: readonly StreamTask[], error: unknown): Promise<void> {
-    // At once, in memory: the tasks go on from their last commit with the records they had
-    // processed since (StreamTask.rewindToCommitted), while the changelog ends are read below.
-    // Not a revoked task (never cut again: it has nothing more to commit, its work was dropped at
-    // the revocation) nor one suspended since (it has dropped its work).
-    const rewound = tasks.filter((task) => task.state === 'RUNNING' && !task.revoked);
-    for (const task of rewound) task.rewindToCommitted();
-    this.scheduleLoop();
-    // The ends must be known before the next transaction commits: the committer starts its next
-    // cycle only once this has settled.
-    const topics = new Set(rewound.flatMap((task) => [...task.changelogTopics()]));
-    const ends = new Map<string, Map<number, number>>();
-    try {
-      for (const topic of topics) ends.set(topic, await this.deps.ports.admin.endOffsets(topic));
-    } catch (readError) {
-      this.deps.logger.warn({ err: readError }, 'reading the changelog ends after an abort failed: the tasks are re-opened');
-      await this.recoverAll(tasks, error);
-      return;
-    }
-    for (const task of rewound) task.raiseChangelogFloor((topic) => ends.get(topic)?.get(task.partition));
-  }
-
   private commitDue(): void {
     if (this.stopping || this.failed) return;
-    const now = this.clock();
-    const interval = this.deps.options.commitIntervalMs;
-    if (this.committer !== null) {
-      if (!this.committer.committing && now - this.committer.lastCycleAt >= interval && this.anyUncommitted()) this.requestInstanceCommit();
-      return;
-    }
-    for (const task of this.tasks.values()) {
-      if (task.state === 'RUNNING' && !task.committing && task.hasUncommitted() && now - task.lastCommitAt >= interval) this.requestCommit(task);
-    }
-  }
-
-  private anyUncommitted(): boolean {
-    for (const task of this.tasks.values()) if (task.state === 'RUNNING' && task.hasUncommitted()) return true;
-    return false;
-  }
-
-  /** Exactly-once v2: one cycle of the instance's transaction (coalesced with one in flight); processing goes on meanwhile. */
-  private requestInstanceCommit(): Promise<void> {
-    const committer = this.committer;
-    if (committer === null) return Promise.resolve();
-    return committer.request().finally(() => {
-      if (this.overBudgetAt !== null && this.deps.engine.uncommittedBytes() < this.overBudgetAt) this.overBudgetAt = null;
-      this.scheduleLoop();
-    });
+    this.commits.due(this.clock());
   }
 
   requestCommit(task: StreamTask): void {
-    if (this.committer !== null) {
-      void this.requestInstanceCommit();
-      return;
-    }
-    this.control.enqueue({ key: `commit:${task.id}`, group: task.id, run: () => this.commitTask(task) });
-  }
-
-  private async commitTask(task: StreamTask): Promise<void> {
-    if (task.state !== 'RUNNING' || !task.hasUncommitted() || this.failed) return;
-    try {
-      const outcome = await task.commit(this.clock);
-      if (outcome.committed) {
-        this.recovery.resetAttempts(task.id);
-        this.deps.events.onCommit?.(task.id, outcome.durationMs, outcome.records, outcome.phasesMs);
-      }
-    } catch (error) {
-      await this.recovery.recover(task, error);
-    } finally {
-      if (this.overBudgetAt !== null && this.deps.engine.uncommittedBytes() < this.overBudgetAt) this.overBudgetAt = null;
-      this.scheduleLoop();
-    }
+    this.commits.request(task);
   }
 
   private requestRollback(task: StreamTask): void {
@@ -710,16 +606,11 @@ export class TaskManager implements ConsumerHandlers {
    */
   private async closeTask(task: StreamTask, commit: boolean, reason: IqgateError): Promise<void> {
     if (task.state === 'CLOSED') return;
-    if (this.committer !== null) {
-      // With the instance's transaction a close commits nothing: a task leaves the assignment
-      // revoked, and a revoked task is never cut (onRevoked); its last work went out with the
-      // cycles before, and what came after is dropped. A graceful stop commits before it closes
-      // (commitAll).
-      await this.opener.close(task, false, reason);
-      this.openedIn.delete(task);
-      return;
-    }
-    await this.opener.close(task, commit && !this.failed, reason);
+    // With the instance's transaction a close commits nothing: a task leaves the assignment
+    // revoked, and a revoked task is never cut (onRevoked); its last work went out with the
+    // cycles before, and what came after is dropped. A graceful stop commits before it closes
+    // (commitAll).
+    await this.opener.close(task, this.commits.closeCommits && commit && !this.failed, reason);
     this.openedIn.delete(task);
   }
 
@@ -745,11 +636,7 @@ export class TaskManager implements ConsumerHandlers {
 
   /** Commits every task with uncommitted work now, and resolves once that is done (whatever its outcome). */
   async commitNow(): Promise<void> {
-    if (this.committer !== null) {
-      await this.requestInstanceCommit();
-    } else {
-      for (const task of this.tasks.values()) this.requestCommit(task);
-    }
+    await this.commits.commitNow();
     await this.control.idle();
   }
 
@@ -760,15 +647,7 @@ export class TaskManager implements ConsumerHandlers {
   async commitAll(): Promise<void> {
     this.stopScheduling();
     await this.control.idle();
-    if (!this.failed && this.committer !== null) {
-      await this.committer.request();
-      await this.control.idle();
-    } else if (!this.failed) {
-      for (const task of this.tasks.values()) {
-        if (task.hasUncommitted()) this.control.enqueue({ key: `commit:${task.id}`, group: task.id, run: () => this.commitTask(task) });
-      }
-      await this.control.idle();
-    }
+    if (!this.failed) await this.commitNow();
   }
 
   async closeAll(): Promise<void> {
@@ -801,25 +680,6 @@ export class TaskManager implements ConsumerHandlers {
   standbyTasks(): StandbyTaskView[] {
     return this.standbys?.all() ?? [];
   }
-}
-
-/**
- * A task's view of the instance's producer (exactly-once v2): opening a task awaits the
- * producer's initialisation (InitProducerId fences the instance's previous incarnation before
- * any committed offset is read); everything else goes through the InstanceCommitter, so the
- * per-task calls are never made, and dropping a task's view leaves the shared producer alone.
- */
-function instanceProducerOf(committer: InstanceCommitter, transactionalId: string): TaskProducer {
-  const unused = (): Promise<never> => Promise.reject(new TypeError('exactly-once v2: tasks commit through the InstanceCommitter'));
-  return {
-    transactionalId,
-    init: () => committer.ready(),
-    send: unused,
-    sendOffsets: unused,
-    commit: unused,
-    abort: async () => {},
-    close: async () => {},
-  };
 }
 
 function key(tp: TopicPartition): string {
