@@ -21,10 +21,11 @@ import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import kafkajs from 'kafkajs';
 // The readiness check's admin client is kafkajs too: without patch 3 its request queue sets a
 // negative timer after each response (Node 24 warns TimeoutNegativeWarning) and loops every 1 ms.
+// Before kafkajs itself: the patches that replace kafkajs files only take when they load first.
 import '../../src/kafka/kafkajs-patches.js';
+import kafkajs from 'kafkajs';
 import { prepareSecuredListener, scramArguments, securedProperties, type SecuredListener } from './secured-listener.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

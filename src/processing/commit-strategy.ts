@@ -12,7 +12,8 @@
 import { InstanceCommitter } from './instance-committer.js';
 import type { KafkaPorts, StreamProducerPort, TaskProducer } from './ports.js';
 import type { StreamTask, TaskLogger } from './stream-task.js';
-import type { TaskManagerEvents, ProcessingPacer } from './task-manager.js';
+import type { ProcessingPacer } from './processing-loop.js';
+import type { TaskManagerEvents } from './task-manager-contract.js';
 import type { TaskRecovery } from './task-recovery.js';
 import type { ControlQueue } from './control-queue.js';
 

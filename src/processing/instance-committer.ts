@@ -30,7 +30,7 @@
  */
 import type { StreamProducerPort, TopicPartitionOffset } from './ports.js';
 import type { CommitStep, StreamTask, TaskCut, TaskLogger } from './stream-task.js';
-import type { ProcessingPacer } from './task-manager.js';
+import type { ProcessingPacer } from './processing-loop.js';
 
 export interface InstanceCommitOutcome {
   readonly tasks: number;

@@ -16,7 +16,7 @@
  * a normal query is then answered; an SSE subscription then streams for as long as it stays open,
  * and must not hold processing back while it does.
  */
-import type { ProcessingPacer } from '../processing/task-manager.js';
+import type { ProcessingPacer } from '../processing/processing-loop.js';
 
 /** The length of one period of the split (ms). */
 export const QUERY_SHARE_PERIOD_MS = 10;
