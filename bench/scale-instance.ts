@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { destination, pino } from 'pino';
 import { createRuntime } from '../src/index.js';
-import { applyExperiments, ProgressTracker, scaleTopology, type FromInstance, type InstanceConfig, type ToInstance } from './scale-shared.js';
+import { applyExperiments, ProgressTracker, scaleTopology, standbyOptions, type FromInstance, type InstanceConfig, type ToInstance } from './scale-shared.js';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as InstanceConfig;
 applyExperiments();
@@ -34,6 +34,7 @@ const runtime = createRuntime({
   kafkaLogLevel: config.kafkaLogLevel as 'error',
   ...(config.sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs: config.sessionTimeoutMs }),
   ...(config.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: config.heartbeatIntervalMs }),
+  ...standbyOptions(config.standbys, 'B'),
 });
 
 const reported = new Float64Array(config.partitions);

@@ -157,6 +157,8 @@ export interface InstanceConfig {
   readonly sessionTimeoutMs: number | undefined;
   /** heartbeatIntervalMs of both instances (SCALE_HEARTBEAT_MS); undefined: the runtime's default. */
   readonly heartbeatIntervalMs: number | undefined;
+  /** numStandbyReplicas of both instances (SCALE_STANDBYS, default 0), each with an advertised URL of its own. */
+  readonly standbys: number;
   /** B stops with stop({ leaveGroup }): true takes it out of the group at once (a scale-down). */
   readonly leaveGroup: boolean;
   readonly logFile: string;
@@ -201,3 +203,13 @@ export interface LoadConfig {
   readonly rate: number;
   readonly tickMs: number;
 }
+
+/**
+ * The standby options of an instance (SCALE_STANDBYS): numStandbyReplicas needs an advertised URL,
+ * which places the standbys (the group's owner map) — no gateway serves it in the bench.
+ */
+export function standbyOptions(standbys: number, instance: string): { numStandbyReplicas?: number; advertisedUrl?: string } {
+  if (standbys === 0) return {};
+  return { numStandbyReplicas: standbys, advertisedUrl: `http://127.0.0.1:9/${instance}` };
+}
+

@@ -54,6 +54,9 @@
  *    SCALE_B_LEAVE_GROUP=0 stops it plainly. The bench runs librdkafka with sessionTimeoutMs
  *    SCALE_SESSION_TIMEOUT_MS (default 6000) and both clients with SCALE_HEARTBEAT_MS when set; kafkajs (which always leaves the group) with the
  *    runtime's default unless SCALE_KAFKAJS_SESSION_TIMEOUT_MS is set.
+ *  - SCALE_STANDBYS=1 gives both instances a standby replica of each task (numStandbyReplicas):
+ *    then the instance that stays holds a standby of every partition the other runs, and the
+ *    partitions coming back at the leave restore only the tail their standby had not applied.
  * Then stop() of A with its N tasks (last commits, leaving the group, closing producers and stores).
  *
  * Baseline, once per run on the first client's topic: a plain kafkajs consumer in its own group
@@ -84,7 +87,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { destination, pino, type Logger } from 'pino';
 import { createRuntime, type Runtime } from '../src/index.js';
 import { changelogTopic } from '../src/processing/topic-names.js';
-import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, STORE, type BaselineConfig, type FromBaseline, type FromLoad, type LoadConfig, type ToLoad, type FromInstance, type InstanceConfig, type ScaleClient, type ToInstance } from './scale-shared.js';
+import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, standbyOptions, STORE, type BaselineConfig, type FromBaseline, type FromLoad, type LoadConfig, type ToLoad, type FromInstance, type InstanceConfig, type ScaleClient, type ToInstance } from './scale-shared.js';
 
 /** The histogram monitorEventLoopDelay() returns (@types/node 24 names it ELDHistogram, 20 IntervalHistogram). */
 type IntervalHistogram = ReturnType<typeof monitorEventLoopDelay>;
@@ -107,6 +110,8 @@ const HOLD_MS = Number(process.env.SCALE_HOLD_S ?? 3) * 1000;
 /** B goes for good, so it stops with leaveGroup (a scale-down); SCALE_B_LEAVE_GROUP=0: a plain stop. */
 const B_LEAVES_GROUP = process.env.SCALE_B_LEAVE_GROUP !== '0';
 /** heartbeatIntervalMs of A and B (SCALE_HEARTBEAT_MS); unset: the runtime's default. */
+/** numStandbyReplicas of A and B (SCALE_STANDBYS, default 0): with 1, the instance that stays keeps a standby of every partition the other runs. */
+const STANDBYS = Number(process.env.SCALE_STANDBYS ?? 0);
 const HEARTBEAT_MS = process.env.SCALE_HEARTBEAT_MS === undefined || process.env.SCALE_HEARTBEAT_MS === '' ? undefined : Number(process.env.SCALE_HEARTBEAT_MS);
 const SAMPLE_MS = 50;
 const SESSION_TIMEOUT_MS: Record<ScaleClient, number | undefined> = {
@@ -423,6 +428,7 @@ function createInstanceA(run: ClientRun, dir: string): Instance {
     kafkaLogLevel: KAFKA_LOG_LEVEL as 'error',
     ...(run.sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs: run.sessionTimeoutMs }),
     ...(HEARTBEAT_MS === undefined ? {} : { heartbeatIntervalMs: HEARTBEAT_MS }),
+    ...standbyOptions(STANDBYS, 'A'),
   });
   return { runtime, tracker, logFile, logger };
 }
@@ -917,6 +923,7 @@ class InstanceB extends BenchChild<FromInstance> {
       partitions: N,
       sessionTimeoutMs: run.sessionTimeoutMs,
       heartbeatIntervalMs: HEARTBEAT_MS,
+      standbys: STANDBYS,
       leaveGroup: B_LEAVES_GROUP,
       logFile,
       logLevel: LOG_LEVEL,
@@ -1050,6 +1057,7 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
   };
   try {
     f('session.timeout.ms', 'ms', run.sessionTimeoutMs ?? RUNTIME_DEFAULT_SESSION_TIMEOUT_MS);
+    f('standby.replicas', 'count', STANDBYS);
     await until(() => baseline.ready || baseline.failed !== null || baseline.exited, 30_000);
     if (baseline.ready) monitor.baseline = new PauseSeries(baseline.tracker);
     else note(`${run.client}: the baseline consumer did not start: ${baseline.failed ?? 'no answer within 30 s'}`);
