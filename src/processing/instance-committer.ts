@@ -17,7 +17,7 @@
  * A crash anywhere before 4 aborts the transaction (the restarted instance's InitProducerId
  * does it) and leaves every store untouched; between 4 and 5 the stored changelog offsets are
  * behind and restore replays the committed tail: no wipe, no duplicate, no loss — the same
- * argument as the per-task protocol (stream-task.ts), with one transaction instead of N.
+ * argument as the per-task protocol (task-commit.ts), with one transaction instead of N.
  *
  * A failed cycle whose abort is known (the broker confirmed it, or the client had ruled the
  * transaction abort-only: a record timed out or was refused) rewinds the tasks of the cut in

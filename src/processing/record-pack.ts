@@ -322,7 +322,7 @@ export function unpackRecord(record: InputRecord): PackedEntry[] {
     at += 4 + Math.max(keyLength, 0);
     const valueLength = lengthAt(at);
     // A value with the key's bytes (a word grouped by itself) is the key's Buffer: one view
-    // less, and the source decodes it once (StreamTask.processSource).
+    // less, and the source decodes it once (TaskProcessor.processSource).
     let value: Buffer | null = null;
     if (valueLength !== -1) value = key !== null && valueLength === keyLength && sameBytes(buf, at - keyLength, at + 4, keyLength) ? key : buf.subarray(at + 4, at + 4 + valueLength);
     const afterValue = at + 4 + Math.max(valueLength, 0);
