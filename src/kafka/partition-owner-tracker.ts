@@ -30,6 +30,8 @@ export interface PartitionOwnerTrackerOptions {
   /** Attempts per refresh before giving up until the next join. Default 150 (~30 s). */
   readonly maxAttempts?: number;
   readonly onError?: (error: unknown) => void;
+  /** Every member's client id, from each Stable description (departed-member-fencer.ts). */
+  readonly onMembers?: (clientIds: readonly string[]) => void;
 }
 
 const URL_MARK = ' iqgate-url=';
@@ -112,6 +114,7 @@ export class PartitionOwnerTracker {
         if (!current()) return;
         if (group.state === 'Stable') {
           this.owners = decodePartitionOwners(group);
+          this.options.onMembers?.(group.members.map((member) => member.clientId));
           return;
         }
       } catch (error) {

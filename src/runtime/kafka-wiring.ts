@@ -65,6 +65,7 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
       log,
       transactionTimeoutMs,
       transactionalId: `${o.applicationId}-${instanceId}`,
+      fenceDepartedMembers: o.processingGuarantee === 'exactly_once' && advertisedUrl !== undefined,
       // Static membership only where the id survives a restart (a state directory): a fresh
       // id per start would leave a crashed member holding its partitions until its session ends.
       consumer: {

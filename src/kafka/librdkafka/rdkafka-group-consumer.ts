@@ -33,6 +33,7 @@ import type { GroupDescription } from 'kafkajs';
 import type { PartitionOwner } from '../../processing/ports.js';
 import type { KafkaLogSink } from '../kafka-client.js';
 import { advertisingClientId, PartitionOwnerTracker } from '../partition-owner-tracker.js';
+import { withTransactionalId } from '../departed-member-fencer.js';
 import { rdkafkaSecurity, type KafkaSecurity } from '../kafka-security.js';
 import type { RdkafkaModule } from './native.js';
 import { fromRdkafkaError } from './rdkafka-errors.js';
@@ -71,6 +72,14 @@ export interface RdkafkaGroupConsumerOptions extends GroupSettings {
    */
   readonly coPartitioned?: boolean;
   readonly onOwnersError?: (error: unknown) => void;
+  /**
+   * The instance's transactional id (exactly-once v2), advertised in the client id beside the
+   * URL, so that the others can fence it if this member leaves the group without ending its
+   * transaction (../departed-member-fencer.ts); needs advertisedUrl.
+   */
+  readonly advertisedTransactionalId?: string;
+  /** Every member's client id from each Stable description of the group (with advertisedUrl). */
+  readonly onGroupMembers?: (clientIds: readonly string[]) => void;
 }
 
 /** A member whose assignment did not change gets no rebalance callback: refresh the map this often too. */
@@ -136,11 +145,18 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   constructor(rd: RdkafkaModule, private readonly options: RdkafkaGroupConsumerOptions) {
     this.staticMember = options.groupInstanceId !== undefined;
     if (options.advertisedUrl !== undefined && options.describeGroup !== undefined) {
-      this.owners = new PartitionOwnerTracker({ describe: options.describeGroup, ...(options.onOwnersError === undefined ? {} : { onError: options.onOwnersError }) });
+      this.owners = new PartitionOwnerTracker({
+        describe: options.describeGroup,
+        ...(options.onOwnersError === undefined ? {} : { onError: options.onOwnersError }),
+        ...(options.onGroupMembers === undefined ? {} : { onMembers: options.onGroupMembers }),
+      });
     }
     this.consumer = new rd.KafkaConsumer({
       'bootstrap.servers': options.brokers.join(','),
-      'client.id': options.advertisedUrl === undefined ? options.clientId : advertisingClientId(options.clientId, options.advertisedUrl),
+      'client.id': options.advertisedUrl === undefined ? options.clientId : advertisingClientId(
+        options.advertisedTransactionalId === undefined ? options.clientId : withTransactionalId(options.clientId, options.advertisedTransactionalId),
+        options.advertisedUrl,
+      ),
       ...rdkafkaSecurity(options.security),
       'group.id': options.groupId,
       ...(options.groupInstanceId === undefined ? {} : { 'group.instance.id': options.groupInstanceId }),

@@ -14,6 +14,7 @@ import { createKafka, type KafkaClientOptions } from '../kafka-client.js';
 import { KafkaAdmin } from '../kafka-admin.js';
 import { removeStaticMember } from '../static-member-removal.js';
 import { createTaskProducerFactory } from '../task-producer-factory.js';
+import { DepartedMemberFencer } from '../departed-member-fencer.js';
 import type { RdkafkaModule } from './native.js';
 import { RdkafkaGroupConsumer, type RdkafkaGroupConsumerOptions } from './rdkafka-group-consumer.js';
 import { RdkafkaStreamProducer } from './rdkafka-stream-producer.js';
@@ -23,6 +24,11 @@ export interface RdkafkaPortsOptions extends KafkaClientOptions {
   /** The instance's transactional id (exactly-once v2). */
   readonly transactionalId: string;
   readonly transactionTimeoutMs?: number;
+  /**
+   * Exactly-once with routing (consumer.advertisedUrl): advertise the transactional id and fence
+   * the ids of members that leave the group with a transaction open (../departed-member-fencer.ts).
+   */
+  readonly fenceDepartedMembers?: boolean;
   /** librdkafka properties passed through to the consumer and the producer. */
   readonly clientProperties?: { readonly consumer?: Readonly<Record<string, string | number | boolean>> | undefined; readonly producer?: Readonly<Record<string, string | number | boolean>> | undefined };
 }
@@ -39,8 +45,25 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     const { groups } = await describer!.describeGroups([options.consumer.groupId]);
     return groups[0]!;
   };
+  const producers = createTaskProducerFactory(kafka, {
+    groupId: options.consumer.groupId,
+    ...(options.transactionTimeoutMs !== undefined ? { transactionTimeoutMs: options.transactionTimeoutMs } : {}),
+  });
+  const fencer = options.fenceDepartedMembers !== true || describer === undefined ? null : new DepartedMemberFencer({
+    own: options.transactionalId,
+    fence: async (transactionalId) => {
+      const producer = producers.create(transactionalId);
+      try {
+        await producer.init();
+      } finally {
+        await producer.close().catch(() => undefined);
+      }
+    },
+    ...(options.log === undefined ? {} : { logger: options.log }),
+  });
   const consumer = new RdkafkaGroupConsumer(rd, {
     ...options.consumer,
+    ...(fencer === null ? {} : { advertisedTransactionalId: options.transactionalId, onGroupMembers: (clientIds: readonly string[]) => fencer.observe(clientIds) }),
     brokers: options.brokers,
     clientId: options.clientId,
     ...(options.security === undefined ? {} : { security: options.security }),
@@ -58,10 +81,6 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     ...(options.transactionTimeoutMs === undefined ? {} : { transactionTimeoutMs: options.transactionTimeoutMs }),
     consumer: () => consumer.native(),
     ...(options.log === undefined ? {} : { log: options.log }),
-  });
-  const producers = createTaskProducerFactory(kafka, {
-    groupId: options.consumer.groupId,
-    ...(options.transactionTimeoutMs !== undefined ? { transactionTimeoutMs: options.transactionTimeoutMs } : {}),
   });
   const kafkaAdmin = new KafkaAdmin(kafka);
   // One kafkajs admin call at a time: concurrent calls for different topics replace each
@@ -113,6 +132,8 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     admin,
     changelogReader,
     close: async () => {
+      fencer?.stop();
+      await fencer?.settled();
       await Promise.allSettled([consumer.stop(), streamProducer.close(), producers.close(), kafkaAdmin.close(), changelogReader.close(), ...(describerReady === undefined ? [] : [describer!.disconnect()])]);
     },
   };
