@@ -7,6 +7,10 @@
  *   IQGATE_SESSION_TIMEOUT_MS, IQGATE_CACHE_MAX_BYTES, IQGATE_LOG_LEVEL,
  *   WORDCOUNT_GENERATE=<n>: first produce n lines (creating the input topic if needed),
  *   WORDCOUNT_PORT=<port>: serve the gateway on 127.0.0.1:<port> and advertise it (routing),
+ *   WORDCOUNT_HOST (with WORDCOUNT_PORT): the address to listen on instead of 127.0.0.1 (beyond
+ *   loopback the gateway needs IQGATE_ANONYMOUS=true: the example has no credentials),
+ *   IQGATE_ADVERTISED_URL (with WORDCOUNT_PORT): the URL other instances reach this one by,
+ *   default http://<host>:<port>/graphql,
  *   IQGATE_NUM_STANDBY_REPLICAS (with WORDCOUNT_PORT): standby replicas of each task,
  *   IQGATE_TRANSACTION_TIMEOUT_MS: the transaction timeout (keep it below the session timeout).
  * SIGTERM/SIGINT stop it gracefully. Compiled: `npm run build && node dist/examples/wordcount/main.js`
@@ -45,6 +49,8 @@ if (generate !== undefined) {
 const sessionTimeoutMs = num('IQGATE_SESSION_TIMEOUT_MS');
 const cacheMaxBytes = num('IQGATE_CACHE_MAX_BYTES');
 const port = num('WORDCOUNT_PORT');
+const host = env.WORDCOUNT_HOST || '127.0.0.1';
+const advertisedUrl = env.IQGATE_ADVERTISED_URL || `http://${host}:${port}/graphql`;
 const transactionTimeoutMs = num('IQGATE_TRANSACTION_TIMEOUT_MS');
 const standbys = num('IQGATE_NUM_STANDBY_REPLICAS');
 const runtime = await runWordcount({
@@ -57,14 +63,14 @@ const runtime = await runWordcount({
   ...(env.IQGATE_STATE_DIR ? { stateDir: env.IQGATE_STATE_DIR } : {}),
   ...(sessionTimeoutMs !== undefined ? { sessionTimeoutMs, heartbeatIntervalMs: Math.max(100, Math.floor(sessionTimeoutMs / 5)) } : {}),
   ...(cacheMaxBytes !== undefined ? { cacheMaxBytes } : {}),
-  ...(port !== undefined ? { advertisedUrl: `http://127.0.0.1:${port}/graphql` } : {}),
+  ...(port !== undefined ? { advertisedUrl } : {}),
   ...(standbys !== undefined ? { numStandbyReplicas: standbys } : {}),
   ...(transactionTimeoutMs !== undefined ? { transactionTimeoutMs } : {}),
 });
 installShutdownHooks(runtime);
 if (port !== undefined) {
   const { serve } = await import('../../src/serve.js');
-  const server = await serve(runtime, { port });
+  const server = await serve(runtime, { port, host, ...(env.IQGATE_ANONYMOUS === 'true' ? { auth: { anonymous: true } } : {}) });
   runtime.logger.info({ url: server.url }, 'serving');
 }
 runtime.done.catch(() => process.exit(1));

@@ -65,6 +65,26 @@ export function isRdkafkaFatal(error: unknown): boolean {
   return error !== null && typeof error === 'object' && (error as RdkafkaLikeError).isFatal === true;
 }
 
+/** `RD_KAFKA_RESP_ERR__FATAL`: the client raised a fatal error and is unusable from now on. */
+const ERR_FATAL = -150;
+/** Its text, as an unparsed client event carries it (code -1). */
+const FATAL_MESSAGE = /^(local: )?fatal error$/i;
+
+/**
+ * A consumer's error that ends it: librdkafka's flag, or its ERR__FATAL code — which is how a
+ * fatal consumer error reaches JavaScript (a consume() error with code -150, or a client event
+ * with its text; the binding sets `isFatal` on neither). For a consumer that is e.g. a static
+ * member fenced by another one with its group.instance.id (FENCED_INSTANCE_ID): librdkafka then
+ * fails every later call, so the consumer does not come back by itself.
+ */
+export function isFatalClientError(error: unknown): boolean {
+  if (isRdkafkaFatal(error)) return true;
+  const code = rdkafkaCode(error);
+  if (code === ERR_FATAL) return true;
+  const message = error !== null && typeof error === 'object' ? (error as RdkafkaLikeError).message : undefined;
+  return (code === undefined || code === -1) && typeof message === 'string' && FATAL_MESSAGE.test(message);
+}
+
 export function fromRdkafkaError(error: unknown, context: string): IqgateError {
   if (error instanceof IqgateError) return error;
   const message = error instanceof Error ? error.message : typeof error === 'object' && error !== null ? String((error as RdkafkaLikeError).message) : String(error);

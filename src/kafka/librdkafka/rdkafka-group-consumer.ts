@@ -36,7 +36,7 @@ import { advertisingClientId, PartitionOwnerTracker } from '../partition-owner-t
 import { withTransactionalId } from '../departed-member-fencer.js';
 import { rdkafkaSecurity, type KafkaSecurity } from '../kafka-security.js';
 import type { RdkafkaModule } from './native.js';
-import { fromRdkafkaError } from './rdkafka-errors.js';
+import { fromRdkafkaError, isFatalClientError } from './rdkafka-errors.js';
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 
@@ -365,7 +365,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   private onClientError(err: LibrdKafkaError): void {
     const error = fromRdkafkaError(err, `consumer of group ${this.options.groupId}`);
     if (this.stopping) return;
-    if (err.isFatal) {
+    // Not `err.isFatal` alone: the binding sets it on neither consume() errors nor client events.
+    if (isFatalClientError(err)) {
       this.handlers?.onCrash(error);
       return;
     }

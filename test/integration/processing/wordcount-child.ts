@@ -32,6 +32,11 @@ export interface WordcountChildOptions {
   readonly crashAt?: string;
   readonly sessionTimeoutMs?: number;
   readonly extraEnv?: Record<string, string>;
+  /**
+   * A command the child runs under, e.g. `['ip', 'netns', 'exec', name]` (network-namespace.ts):
+   * it must exec node in its own process, so signals sent to the child reach node itself.
+   */
+  readonly prefix?: readonly string[];
 }
 
 export const liveChildren = new Set<ChildProcess>();
@@ -52,7 +57,8 @@ export function spawnWordcount(options: WordcountChildOptions): WordcountChild {
   };
   delete env.IQGATE_CRASH_AT;
   if (options.crashAt !== undefined) env.IQGATE_CRASH_AT = options.crashAt;
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = [...(options.prefix ?? []), process.execPath, '--import', 'tsx', MAIN];
+  const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   liveChildren.add(child);
   const logs: ChildLog[] = [];
   const waiters: Array<{ predicate: (log: ChildLog) => boolean; resolve: (log: ChildLog) => void }> = [];

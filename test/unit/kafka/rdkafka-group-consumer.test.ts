@@ -8,15 +8,24 @@ const ERR_REVOKE = -174;
 /** A librdkafka KafkaConsumer whose seek() answers `seekError`; the test drives its rebalance callback. */
 function fakeRdkafka(seekError: unknown) {
   type Rebalance = (err: { code: number }, assignment: Array<{ topic: string; partition: number }>) => void;
-  const driver: { rebalance: Rebalance | null; seeks: unknown[]; calls: string[] } = { rebalance: null, seeks: [], calls: [] };
+  const driver: {
+    rebalance: Rebalance | null; seeks: unknown[]; calls: string[];
+    /** What the next consume() calls answer, in turn (then no error, no records). */
+    consumeErrors: unknown[];
+    /** The adapter's `event.error` listener (client events). */
+    clientError: ((err: unknown) => void) | null;
+  } = { rebalance: null, seeks: [], calls: [], consumeErrors: [], clientError: null };
   class KafkaConsumer {
     constructor(config: { rebalance_cb: Rebalance }) { driver.rebalance = config.rebalance_cb; }
     setDefaultConsumeTimeout(): void {}
     setDefaultIsTimeoutOnlyForFirstMessage(): void {}
-    on(): this { return this; }
+    on(event: string, listener: (err: unknown) => void): this {
+      if (event === 'event.error') driver.clientError = listener;
+      return this;
+    }
     connect(_options: unknown, cb: (err: unknown) => void): void { setImmediate(() => cb(null)); }
     subscribe(): void {}
-    consume(_n: number, cb: (err: unknown, messages: unknown[]) => void): void { setTimeout(() => cb(null, []), 5); } // no records in these tests
+    consume(_n: number, cb: (err: unknown, messages: unknown[]) => void): void { setTimeout(() => cb(driver.consumeErrors.shift() ?? null, []), 5); } // no records in these tests
     isConnected(): boolean { return false; }
     assignmentLost(): boolean { return false; }
     incrementalAssign(): void { driver.calls.push('incrementalAssign'); }
@@ -115,5 +124,41 @@ describe('RdkafkaGroupConsumer.seek', () => {
     for (const tp of partitions) consumer.resume([tp]); // each task resumes its own partition as it opens
     expect(driver.calls.filter((c) => c.startsWith('watermarks'))).toEqual(['watermarks:0', 'watermarks:8', 'watermarks:16']);
     await consumer.stop();
+  });
+});
+
+describe('RdkafkaGroupConsumer client errors', () => {
+  /** The handlers' calls, once the adapter has seen `raise`'s errors. */
+  async function reported(raise: (driver: ReturnType<typeof fakeRdkafka>['driver']) => void): Promise<string[]> {
+    const { rd, driver } = fakeRdkafka(null);
+    const { consumer } = consumerWithLog(rd);
+    const seen: string[] = [];
+    await consumer.run({
+      onBatch: () => true, onAssignment: () => {}, onRebalancing: () => {}, onRevoked: async () => {},
+      onCrash: (error) => { seen.push(`crash ${String((error as { code?: unknown }).code)}`); },
+      onReconnecting: (error) => { seen.push(`reconnecting ${error.code}`); },
+    });
+    raise(driver);
+    await new Promise((resolve) => setTimeout(resolve, 40)); // a few consume() rounds
+    await consumer.stop();
+    return seen;
+  }
+
+  it('stops for good on librdkafka\'s fatal error, which comes as a consume() error with code -150 and no isFatal (a static member fenced by another with its group.instance.id)', async () => {
+    const seen = await reported((driver) => driver.consumeErrors.push({ message: 'Local: Fatal error', code: -150, errno: -150, origin: 'kafka' }));
+    expect(seen).toEqual(['crash KAFKA_ERROR']);
+  });
+
+  it('stops for good on a client event with the fatal error\'s text (the binding parses no code out of client events)', async () => {
+    const seen = await reported((driver) => driver.clientError!({ message: 'fatal error', code: -1, origin: 'local' }));
+    expect(seen).toEqual(['crash KAFKA_ERROR']);
+  });
+
+  it('reports a broker out of reach as reconnecting, once', async () => {
+    const seen = await reported((driver) => {
+      driver.clientError!({ message: 'all broker connections are down', code: -1, origin: 'local' });
+      driver.consumeErrors.push({ message: 'Local: Broker transport failure', code: -195 });
+    });
+    expect(seen).toEqual(['reconnecting BROKER_UNAVAILABLE']);
   });
 });
