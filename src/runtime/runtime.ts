@@ -259,6 +259,11 @@ export class Runtime {
         },
         onRevoked: (partitions, lost) => {
           this.membership = 'REBALANCING';
+          // Lost: the group let this member go (its session expired: the broker unreachable, the
+          // process frozen or cut off); the next assignment clears it, as after an outage.
+          if (lost && this.kafkaError === null) {
+            this.kafkaError = new IqgateError('BROKER_UNAVAILABLE', 'out of the consumer group: its session expired (broker unreachable, or the process was frozen or cut off); rejoining', { retriable: true });
+          }
           return manager.onRevoked(partitions, lost);
         },
         readyForMore: () => manager.readyForMore(),

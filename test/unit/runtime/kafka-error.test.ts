@@ -30,4 +30,21 @@ describe('runtime.kafkaError', () => {
     expect(await registry.metrics()).toContain('iqgate_kafka_error 0');
     await runtime.stop();
   });
+
+  it('says why when the group let the member go (a lost assignment), and clears at the next assignment', async () => {
+    const ports = fakePorts(brokerWithTopics(['in', 'out']), 'app');
+    const runtime = createRuntime({ brokers: '127.0.0.1:1', applicationId: 'app', logLevel: 'silent', topology: countTopology(), ports });
+    await runtime.start();
+    ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await waitFor(() => runtime.localTasks()[0]?.state === 'RUNNING', 5000, 5);
+    await ports.consumer.handlers?.onRevoked?.([{ topic: 'in', partition: 0 }], true);
+    expect(runtime.kafkaError?.code).toBe('BROKER_UNAVAILABLE');
+    expect(runtime.kafkaError?.message).toMatch(/out of the consumer group/);
+    expect(runtime.localTasks()[0]?.state).toBe('SUSPENDED');
+
+    ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    expect(runtime.kafkaError).toBeNull();
+    await waitFor(() => runtime.localTasks()[0]?.state === 'RUNNING', 5000, 5);
+    await runtime.stop();
+  });
 });
