@@ -11,7 +11,7 @@
  * the same way (KIP-447).
  *
  * Each member advertises its transactional id in its client id, beside its URL
- * (partition-owner-tracker.ts), and every member reads the group's description after each
+ * (partition-owner-tracker.ts: withTransactionalId), and every member reads the group's description after each
  * rebalance. A transactional id that was in the group's previous description and is not in the
  * current one belongs to a member that left: it is fenced once (InitProducerId, which aborts the
  * transaction it has open and bumps the epoch), by every member that saw it go. That is safe
@@ -22,22 +22,7 @@
  * it is never fenced by this; one that leaves on purpose has ended its transaction first.
  */
 import type { TaskLogger } from '../processing/stream-task.js';
-
-const TXN_MARK = ' iqgate-txn=';
-
-/** The client id `base` that also advertises `transactionalId` (read back by transactionalIdOfClientId). */
-export function withTransactionalId(base: string, transactionalId: string): string {
-  return `${base}${TXN_MARK}${transactionalId}`;
-}
-
-/** The transactional id a member's client id advertises, up to the next advertised field (" iqgate-…") or its end. */
-export function transactionalIdOfClientId(clientId: string): string | undefined {
-  const at = clientId.indexOf(TXN_MARK);
-  if (at < 0) return undefined;
-  const rest = clientId.slice(at + TXN_MARK.length);
-  const id = rest.split(' ', 1)[0] ?? '';
-  return id.length > 0 ? id : undefined;
-}
+import { transactionalIdOfClientId } from './partition-owner-tracker.js';
 
 export interface DepartedMemberFencerOptions {
   /** This instance's own transactional id (never fenced from here). */

@@ -3,7 +3,9 @@
  * iqgate's `application.server` metadata: on kafkajs in its MemberMetadata userData
  * (task-assigner.ts, iqgate's own assignor); on librdkafka, whose built-in assignors own the
  * userData and take none from JavaScript, in the consumer's client id (`advertisingClientId`),
- * which the group's description returns for every member too.
+ * which the group's description returns for every member too. The client id carries the
+ * instance's transactional id the same way (`withTransactionalId`), for the fence of a member
+ * that leaves the group (departed-member-fencer.ts).
  *
  * kafkajs hands a member only its own assignment (GROUP_JOIN) and drops the assignment
  * userData (docs/kafkajs-notes.md §3), so after each join every member asks the coordinator with
@@ -35,10 +37,27 @@ export interface PartitionOwnerTrackerOptions {
 }
 
 const URL_MARK = ' iqgate-url=';
+const TXN_MARK = ' iqgate-txn=';
 
 /** The client id of a librdkafka consumer that advertises `url` (read back by urlOfClientId). */
 export function advertisingClientId(clientId: string, url: string): string {
   return `${clientId}${URL_MARK}${url}`;
+}
+
+/**
+ * The client id `base` that also advertises `transactionalId` (exactly-once v2: departed-member-fencer.ts).
+ * It goes before the URL, which runs to the end of the client id.
+ */
+export function withTransactionalId(base: string, transactionalId: string): string {
+  return `${base}${TXN_MARK}${transactionalId}`;
+}
+
+/** The transactional id a member's client id advertises, up to the next advertised field (" iqgate-…") or its end. */
+export function transactionalIdOfClientId(clientId: string): string | undefined {
+  const at = clientId.indexOf(TXN_MARK);
+  if (at < 0) return undefined;
+  const id = clientId.slice(at + TXN_MARK.length).split(' ', 1)[0] ?? '';
+  return id.length > 0 ? id : undefined;
 }
 
 /** The URL a member's client id advertises, if it is an http(s) URL. */

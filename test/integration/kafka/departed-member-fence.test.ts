@@ -7,11 +7,11 @@
  * member's transaction can no longer commit.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DepartedMemberFencer, withTransactionalId } from '../../../src/kafka/departed-member-fencer.js';
+import { DepartedMemberFencer } from '../../../src/kafka/departed-member-fencer.js';
 import { createKafka } from '../../../src/kafka/kafka-client.js';
 import { KafkaAdmin } from '../../../src/kafka/kafka-admin.js';
 import { createTaskProducerFactory } from '../../../src/kafka/task-producer-factory.js';
-import { advertisingClientId } from '../../../src/kafka/partition-owner-tracker.js';
+import { advertisingClientId, withTransactionalId } from '../../../src/kafka/partition-owner-tracker.js';
 import { uniqueName, waitFor } from '../../support/kafka.js';
 import { brokers } from '../processing/brokers.js';
 

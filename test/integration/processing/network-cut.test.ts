@@ -36,6 +36,7 @@ import { postGraphQL } from '../../support/graphql.js';
 import { brokers } from './brokers.js';
 import { createNetworkLab, networkNamespacesAvailable, type NetworkLab } from './network-lab.js';
 import { startTcpRelay, type TcpRelay } from './tcp-relay.js';
+import { MonotonicReads, type Position } from './monotonic-reads.js';
 import { killAllChildren, spawnWordcount, type ChildLog, type WordcountChild } from './wordcount-child.js';
 import { mapsEqual, outputProblems, readOutput, uniqueName, until, wordcountSuite, type WordcountSuite } from './wordcount-harness.js';
 
@@ -65,7 +66,6 @@ async function freePort(host: string): Promise<number> {
   return port;
 }
 
-type Position = Record<string, Record<string, number>>;
 interface Task { id: string; state: string; active: boolean; lag: { offsets: number } | null }
 interface PartitionAnswer { partition: number; position: Position | null; failure: { reason: string } | null; standby: boolean; servedBy?: string | null }
 interface Read {
@@ -217,55 +217,14 @@ async function cutOneInstance(suite: WordcountSuite, client: Client): Promise<Ou
 
     // Reads against a survivor, before and after the cut.
     const survivor = urls.find((_, i) => i !== victim)!;
-    const last = new Map<string, number>();
-    const partitionOf = new Map<string, number>();
-    let bound: Position = {};
-    let reads = 0;
-    let answered = 0;
-    let fromStandby = 0;
-    let slowestReadMs = 0;
-    const backwards: string[] = [];
-    const failures = new Map<string, number>();
-    const readOnce = async (): Promise<void> => {
-      const started = Date.now();
-      const result = await postGraphQL<Read>(survivor, READ, { keys: WORDS, bound });
-      slowestReadMs = Math.max(slowestReadMs, Date.now() - started);
-      for (const p of result.getMany.partitions) {
-        if (p.standby && p.failure === null) fromStandby += 1;
-        if (p.position === null) continue;
-        for (const [topic, offsets] of Object.entries(p.position)) {
-          for (const [partition, offset] of Object.entries(offsets)) {
-            if (offset > (bound[topic]?.[partition] ?? -1)) bound = { ...bound, [topic]: { ...bound[topic], [partition]: offset } };
-          }
-        }
-      }
-      for (const entry of result.getMany.entries) {
-        reads += 1;
-        partitionOf.set(entry.key, entry.partition);
-        if (entry.failure !== null) {
-          failures.set(entry.failure.reason, (failures.get(entry.failure.reason) ?? 0) + 1);
-          continue;
-        }
-        answered += 1;
-        const value = entry.found ? Number(entry.value) : 0;
-        const before = last.get(entry.key) ?? 0;
-        if (value < before) backwards.push(`${entry.key}: ${before} → ${value}`);
-        last.set(entry.key, Math.max(before, value));
-      }
-    };
-    const readFor = async (ms: number): Promise<void> => {
-      const end = Date.now() + ms;
-      while (Date.now() < end) {
-        await readOnce();
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    };
+    const survivorReads = new MonotonicReads(survivor, READ, WORDS);
+    const readFor = (ms: number): Promise<void> => survivorReads.readFor(ms);
     await readFor(2_000);
 
     // The cut instance's own words, asked of it from inside its namespace: they need no forward
     // while it believes it owns them.
     const victimPartitions = new Set(victimTasks.map((id) => Number(id.slice(2))));
-    const victimWords = WORDS.filter((w) => victimPartitions.has(partitionOf.get(w) ?? -1));
+    const victimWords = WORDS.filter((w) => victimPartitions.has(survivorReads.partitionOf.get(w) ?? -1));
     if (victimWords.length === 0) throw new Error(`no word of ${WORDS.length} falls in the cut instance's partitions`);
     const probeBody = JSON.stringify({ query: PROBE, variables: { keys: victimWords } });
     const probes: Probe[] = [];
@@ -342,6 +301,7 @@ async function cutOneInstance(suite: WordcountSuite, client: Client): Promise<Ou
     const lost = victimChild.logs.find((l) => l.msg?.startsWith('partitions lost') === true && timeOf(l) > cutAt);
     const stale = probes.filter((p) => p.activeAnswers.length > 0);
     const tag = `[netcut ${client}]`;
+    const { reads, answered, fromStandby, slowestReadMs, backwards, failures } = survivorReads;
     console.log(`${tag} survivor: ${reads} key reads, ${answered} answered (${(answered / reads * 100).toFixed(2)} %), ${fromStandby} partition answers from standbys, slowest read ${slowestReadMs} ms, failures ${JSON.stringify(Object.fromEntries(failures))}`);
     console.log(`${tag} cut instance: no active store task RUNNING ${fencedAfterMs === null ? 'never' : `${fencedAfterMs} ms`} after the cut (session ${SESSION_TIMEOUT_MS} ms); 'partitions lost' ${lost === undefined ? 'never logged' : `logged ${timeOf(lost) - cutAt} ms after the cut`}; answered as active in ${stale.length} of ${probes.length} probes (the last sent ${stale.at(-1)?.at ?? '-'} ms after the cut); link up ${restoredAt - cutAt} ms after the cut; ${probeErrors} probe errors`);
     for (const { child, log } of moves) {

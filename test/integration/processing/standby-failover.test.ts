@@ -14,6 +14,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postGraphQL } from '../../support/graphql.js';
+import { MonotonicReads } from './monotonic-reads.js';
 import { killAllChildren, spawnWordcount, type ChildLog, type WordcountChild } from './wordcount-child.js';
 import { uniqueName, until, wordcountSuite } from './wordcount-harness.js';
 
@@ -32,13 +33,6 @@ async function freePort(): Promise<number> {
 }
 
 interface Task { id: string; active: boolean; lag: { offsets: number } | null }
-interface Read {
-  getMany: {
-    entries: Array<{ key: string; value: number | null; found: boolean; partition: number; failure: { reason: string } | null }>;
-    partitions: Array<{ partition: number; position: Record<string, Record<string, number>> | null; failure: { reason: string } | null; standby: boolean; lag: { offsets: number; timeMs: number } | null }>;
-  };
-}
-
 const READ = `query ($keys: [Key!]!, $bound: Position) {
   getMany(store: "${STORE}", keys: $keys, positionBound: $bound, boundTimeoutMs: 3000) {
     entries { key value found partition failure { reason } }
@@ -111,45 +105,8 @@ describe.each(['librdkafka', 'kafkajs'] as const)('standby replicas keep a three
 
       // Reads against a survivor, before and after the kill.
       const survivor = urls[first]!;
-      const last = new Map<string, number>();
-      let bound: Record<string, Record<string, number>> = {};
-      let reads = 0;
-      let answered = 0;
-      let fromStandby = 0;
-      const backwards: string[] = [];
-      const failures = new Map<string, number>();
-      const readOnce = async (): Promise<void> => {
-        const result = await postGraphQL<Read>(survivor, READ, { keys: WORDS, bound });
-        for (const p of result.getMany.partitions) {
-          if (p.standby && p.failure === null) fromStandby += 1;
-          if (p.position === null) continue;
-          for (const [topic, offsets] of Object.entries(p.position)) {
-            for (const [partition, offset] of Object.entries(offsets)) {
-              const seen = bound[topic]?.[partition] ?? -1;
-              if (offset > seen) bound = { ...bound, [topic]: { ...bound[topic], [partition]: offset } };
-            }
-          }
-        }
-        for (const entry of result.getMany.entries) {
-          reads += 1;
-          if (entry.failure !== null) {
-            failures.set(entry.failure.reason, (failures.get(entry.failure.reason) ?? 0) + 1);
-            continue;
-          }
-          answered += 1;
-          const value = entry.found ? entry.value! : 0;
-          const before = last.get(entry.key) ?? 0;
-          if (value < before) backwards.push(`${entry.key}: ${before} → ${value}`);
-          last.set(entry.key, Math.max(before, value));
-        }
-      };
-      const readFor = async (ms: number): Promise<void> => {
-        const end = Date.now() + ms;
-        while (Date.now() < end) {
-          await readOnce();
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      };
+      const survivorReads = new MonotonicReads(survivor, READ, WORDS);
+      const readFor = (ms: number): Promise<void> => survivorReads.readFor(ms);
       await readFor(2_000);
       const killedAt = Date.now();
       children[victim]!.kill('SIGKILL');
@@ -163,6 +120,7 @@ describe.each(['librdkafka', 'kafkajs'] as const)('standby replicas keep a three
       const moves = await promoted;
       await readFor(2_000);
 
+      const { reads, answered, fromStandby, backwards, failures } = survivorReads;
       const ratio = answered / reads;
       console.log(`[standby ${client}] reads ${reads}, answered ${answered} (${(ratio * 100).toFixed(2)} %), partition answers from standbys ${fromStandby}, failures ${JSON.stringify(Object.fromEntries(failures))}`);
       expect(backwards).toEqual([]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DepartedMemberFencer, transactionalIdOfClientId, withTransactionalId } from '../../../src/kafka/departed-member-fencer.js';
-import { advertisingClientId, urlOfClientId } from '../../../src/kafka/partition-owner-tracker.js';
+import { DepartedMemberFencer } from '../../../src/kafka/departed-member-fencer.js';
+import { advertisingClientId, transactionalIdOfClientId, urlOfClientId, withTransactionalId } from '../../../src/kafka/partition-owner-tracker.js';
 
 const clientIdOf = (txn: string, url = `http://10.0.0.1:4000/${txn}`): string => advertisingClientId(withTransactionalId('wordcount', txn), url);
 
