@@ -191,7 +191,7 @@ export class LevelCommittedStore implements CommittedStore {
         let scratch = this.batchScratch;
         prefix.copy(scratch, 0);
         let fullKey = scratch.subarray(0, 0);
-        for (const [key, value] of write.entries) {
+        write.entries.forEachEntry((key, value) => {
           const length = DATA_PREFIX_BYTES + key.length;
           if (scratch.length < length) {
             scratch = this.batchScratch = Buffer.allocUnsafe(Math.max(length, scratch.length * 2));
@@ -207,7 +207,7 @@ export class LevelCommittedStore implements CommittedStore {
           if (fullKey.length !== length) fullKey = scratch.subarray(0, length);
           if (value === null) batch.del(fullKey);
           else batch.put(fullKey, value);
-        }
+        });
         batch.put(keyspace.metaKey(taskId), encodeMeta(write.meta));
       }
       await batch.write();

@@ -78,10 +78,10 @@ export class MemoryCommittedStore implements CommittedStore {
     // Applied in one synchronous step: atomic, as LevelDB's batch.
     for (const write of writes) {
       const tree = (write.keyspace as MemoryKeyspace).tree();
-      for (const [key, value] of write.entries) {
+      write.entries.forEachEntry((key, value) => {
         if (value === null) tree.delete(key);
         else tree.set(key, value);
-      }
+      });
       this.database.meta.set(metaKey(taskId, write.keyspace.storeName), {
         changelogOffset: write.meta.changelogOffset,
         position: write.meta.position.toJSON(),

@@ -9,11 +9,17 @@
  */
 export type PositionJSON = Record<string, Record<string, number>>;
 
+/** One partition's offset, mutable in place so the hot write path needs no map operation. */
+interface OffsetCell {
+  offset: number;
+}
+
 export class Position {
-  private readonly topics = new Map<string, Map<number, number>>();
-  /** The last topic advanced and its partitions: writes mostly come from one input topic. */
+  private readonly topics = new Map<string, Map<number, OffsetCell>>();
+  /** The last component advanced: writes mostly come from one input partition after another. */
   private lastTopic: string | undefined;
-  private lastPartitions: Map<number, number> | undefined;
+  private lastPartition = -1;
+  private lastCell: OffsetCell | undefined;
 
   static empty(): Position {
     return new Position();
@@ -36,28 +42,36 @@ export class Position {
 
   /** Records that `offset` of `topic`/`partition` has been applied; keeps the maximum. */
   advance(topic: string, partition: number, offset: number): this {
-    let partitions = topic === this.lastTopic ? this.lastPartitions! : this.topics.get(topic);
-    if (partitions === undefined) {
-      partitions = new Map();
-      this.topics.set(topic, partitions);
+    let cell = this.lastCell;
+    if (partition !== this.lastPartition || topic !== this.lastTopic || cell === undefined) {
+      let partitions = this.topics.get(topic);
+      if (partitions === undefined) {
+        partitions = new Map();
+        this.topics.set(topic, partitions);
+      }
+      cell = partitions.get(partition);
+      if (cell === undefined) {
+        cell = { offset };
+        partitions.set(partition, cell);
+      }
+      this.lastTopic = topic;
+      this.lastPartition = partition;
+      this.lastCell = cell;
     }
-    this.lastTopic = topic;
-    this.lastPartitions = partitions;
-    const current = partitions.get(partition);
-    if (current === undefined || offset > current) partitions.set(partition, offset);
+    if (offset > cell.offset) cell.offset = offset;
     return this;
   }
 
   /** Folds another position into this one, component-wise maximum. */
   merge(other: Position): this {
     for (const [topic, partitions] of other.topics) {
-      for (const [partition, offset] of partitions) this.advance(topic, partition, offset);
+      for (const [partition, cell] of partitions) this.advance(topic, partition, cell.offset);
     }
     return this;
   }
 
   offset(topic: string, partition: number): number | undefined {
-    return this.topics.get(topic)?.get(partition);
+    return this.topics.get(topic)?.get(partition)?.offset;
   }
 
   /**
@@ -66,7 +80,7 @@ export class Position {
    */
   dominates(bound: Position): boolean {
     for (const [topic, partitions] of bound.topics) {
-      for (const [partition, offset] of partitions) {
+      for (const [partition, { offset }] of partitions) {
         const mine = this.offset(topic, partition);
         if (mine === undefined || mine < offset) return false;
       }
@@ -88,7 +102,7 @@ export class Position {
 
   *components(): IterableIterator<{ topic: string; partition: number; offset: number }> {
     for (const [topic, partitions] of this.topics) {
-      for (const [partition, offset] of partitions) yield { topic, partition, offset };
+      for (const [partition, { offset }] of partitions) yield { topic, partition, offset };
     }
   }
 

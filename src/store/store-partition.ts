@@ -26,7 +26,7 @@ import { LayeredReadView } from './read-view.js';
 import { fromInternalKey, toInternalKey } from './sorted-map.js';
 import { storeClosedError } from './store-errors.js';
 import { WriteBatch } from './write-batch.js';
-import type { CommittedKeyspace, CommittedWrite, StoreMeta } from './committed-store.js';
+import { pairEntries, type CommittedKeyspace, type CommittedWrite, type StoreMeta } from './committed-store.js';
 import type { MemoryLayer } from './merge-range.js';
 import { NamedCache, ownKeyBytes, type CacheEntry, type RecordCache } from './record-cache.js';
 import type { ResolvedStoreOptions } from './store-options.js';
@@ -170,10 +170,10 @@ export class StorePartition implements KeyValueStorePartition {
   }
 
   /** Dirty cache entries, in write order, reach the write batch and the flush listeners. */
-  private onCacheFlush(entries: readonly CacheEntry[], dirty: WriteBatch): void {
-    // The cache's dirty batch holds exactly these entries' latest values: the batch absorbs
-    // it whole (O(1) for the first flush since the last commit).
-    const delta = this.batch.absorb(dirty);
+  private onCacheFlush(entries: readonly CacheEntry[], dirty: WriteBatch | undefined): void {
+    // A dirty batch a read view made the cache build holds exactly these entries' latest
+    // values: the batch absorbs it whole (O(1) for the first flush since the last commit).
+    const delta = dirty !== undefined ? this.batch.absorb(dirty) : this.batch.setEach(entries);
     const changes: FlushedChange[] = new Array(entries.length);
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!;
@@ -197,7 +197,7 @@ export class StorePartition implements KeyValueStorePartition {
     }
     // Same synchronous tick as the snapshot: O(1) copy-on-write clones of the memory layers.
     const layers: MemoryLayer[] = [];
-    if (this.named.dirty.size > 0) layers.push(this.named.dirty.snapshot());
+    if (this.named.dirtyCount > 0) layers.push(this.named.dirtyBatch().snapshot());
     if (this.batch.size > 0) layers.push(this.batch.snapshot());
     for (let i = this.committing.length - 1; i >= 0; i--) {
       const { batch } = this.committing[i]!;
@@ -305,7 +305,7 @@ export class StorePartition implements KeyValueStorePartition {
     const layer = { batch, position, offset };
     this.committing.push(layer);
     return {
-      write: () => ({ keyspace: this.context.keyspace, entries: batch.entries(), meta: { changelogOffset: layer.offset, position } }),
+      write: () => ({ keyspace: this.context.keyspace, entries: batch, meta: { changelogOffset: layer.offset, position } }),
       setChangelogOffset: (next) => {
         layer.offset = next;
       },
@@ -343,7 +343,7 @@ export class StorePartition implements KeyValueStorePartition {
       write: () => {
         this.cache.dropClean(this.named);
         restoredPos = this.committedPos.copy().merge(position);
-        return { keyspace: this.context.keyspace, entries, meta: { changelogOffset: nextChangelogOffset, position: restoredPos } };
+        return { keyspace: this.context.keyspace, entries: pairEntries(entries), meta: { changelogOffset: nextChangelogOffset, position: restoredPos } };
       },
       complete: () => {
         this.cache.dropClean(this.named);
@@ -369,16 +369,17 @@ export class StorePartition implements KeyValueStorePartition {
    * Subscribers of the uncommitted view hear each dropped key with the value now visible.
    */
   dropUncommitted(): void {
-    const dirty = this.named.dirty;
+    // Only subscribers need the dropped keys.
+    const dirty = this.uncommittedListeners !== 0 && this.named.dirtyCount > 0 ? this.named.dirtyBatch() : undefined;
     const batch = this.batch;
     this.cache.drop(this.named);
     this.budget.add(-this.batch.bytes);
     this.batch = new WriteBatch();
     // With commits in flight, the newest one's position is where the store will be once they land.
     this.uncommittedPos = (this.committing.at(-1)?.position ?? this.committedPos).copy();
-    if (this.uncommittedListeners !== 0 && dirty.size + batch.size > 0) {
-      // drop() left `dirty` to us (the cache starts a new one); a key in both layers once.
-      this.emitRollback(dirty.size === 0 ? batch.entries() : batch.size === 0 ? dirty.entries() : new Map([...batch.entries(), ...dirty.entries()]).entries());
+    if (this.uncommittedListeners !== 0 && (dirty?.size ?? 0) + batch.size > 0) {
+      // drop() left `dirty` to us (the cache builds a new one when asked); a key in both layers once.
+      this.emitRollback(dirty === undefined ? batch.entries() : batch.size === 0 ? dirty.entries() : new Map([...batch.entries(), ...dirty.entries()]).entries());
     }
   }
 
@@ -387,7 +388,7 @@ export class StorePartition implements KeyValueStorePartition {
    * committed store: a value, null for a tombstone, undefined when none of them knows the key.
    */
   private uncommittedValue(key: string): Bytes | null | undefined {
-    let value = this.named.dirty.get(key);
+    let value = this.named.dirtyValue(key);
     if (value === undefined) value = this.batch.get(key);
     for (let i = this.committing.length - 1; value === undefined && i >= 0; i--) value = this.committing[i]!.batch.get(key);
     return value;
@@ -440,3 +441,4 @@ export class StorePartition implements KeyValueStorePartition {
     }
   }
 }
+

@@ -12,6 +12,13 @@
  * snapshot wait in a list and go into the tree at the next one. Writes without read views
  * therefore never pay for a sorted insert; with views, each view pays for the keys written
  * since the one before.
+ *
+ * A flush into an empty batch (the first since the last commit, the common case) does not even
+ * build the hash map: the flushed keys and values are kept as two arrays, and the map is built
+ * from them only when something looks a key up or changes the batch. A commit writes from the
+ * arrays, and the processing path mostly reads the flushed keys from the cache, where they stay
+ * as clean entries — so a batch captured for a commit is often written without ever being
+ * indexed (bench:store, uncommitted puts and commit).
  */
 import { ENTRY_OVERHEAD_BYTES } from './store-options.js';
 import { sortedMapFromSorted, type SortedMap } from './sorted-map.js';
@@ -25,15 +32,30 @@ export function entryBytes(key: string, value: BatchValue): number {
 
 export class WriteBatch {
   private map = new Map<string, BatchValue>();
+  /** Entries not in `map` yet (distinct keys, none in `map`): a flush into an empty batch (setEach). */
+  private pendingKeys: string[] | undefined = undefined;
+  private pendingValues: BatchValue[] | undefined = undefined;
   /** The sorted copy for read views; undefined until a snapshot needs it (or after it fell far behind). */
   private tree: SortedMap<BatchValue> | undefined = undefined;
   /** Keys set since `tree` was last brought up to date (with repeats); empty while there is no tree. */
   private stale: string[] = [];
   private byteCount = 0;
 
+  /** Moves the pending entries into the map: before any lookup or change. */
+  private index(): Map<string, BatchValue> {
+    const keys = this.pendingKeys;
+    if (keys !== undefined) {
+      const values = this.pendingValues!;
+      const map = this.map;
+      for (let i = 0; i < keys.length; i++) map.set(keys[i]!, values[i]!);
+      this.pendingKeys = this.pendingValues = undefined;
+    }
+    return this.map;
+  }
+
   /** Sets a value or tombstone; returns the change in accounted bytes. */
   set(key: string, value: BatchValue): number {
-    const previous = this.map.get(key);
+    const previous = this.index().get(key);
     const delta = entryBytes(key, value) - (previous === undefined ? 0 : entryBytes(key, previous));
     this.setAccounted(key, value, delta);
     return delta;
@@ -41,7 +63,7 @@ export class WriteBatch {
 
   /** set() for a caller that already knows the change in accounted bytes (the record cache). */
   setAccounted(key: string, value: BatchValue, delta: number): void {
-    this.map.set(key, value);
+    this.index().set(key, value);
     this.byteCount += delta;
     if (this.tree !== undefined) this.markStale(key);
   }
@@ -63,6 +85,8 @@ export class WriteBatch {
    * costs the small batch's size, not the flush's. Returns the change in bytes.
    */
   absorb(newer: WriteBatch): number {
+    this.index();
+    newer.index();
     const before = this.byteCount;
     if (newer.map.size >= this.map.size) {
       let total = before + newer.byteCount;
@@ -90,9 +114,38 @@ export class WriteBatch {
     return this.byteCount - before;
   }
 
+  /**
+   * Sets each entry (distinct keys, `size` their entryBytes: a flushed NamedCache's dirty
+   * entries); returns the change in bytes. Into an empty batch no key can hide an older one,
+   * so each costs one map insert and no lookup.
+   */
+  setEach(entries: ReadonlyArray<{ readonly key: string; readonly value: BatchValue; readonly size: number }>): number {
+    if (this.size !== 0) {
+      let delta = 0;
+      for (const { key, value } of entries) delta += this.set(key, value);
+      return delta;
+    }
+    const keys = new Array<string>(entries.length);
+    const values = new Array<BatchValue>(entries.length);
+    let total = 0;
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
+      keys[i] = entry.key;
+      values[i] = entry.value;
+      total += entry.size;
+    }
+    this.pendingKeys = keys;
+    this.pendingValues = values;
+    this.byteCount = total;
+    // An empty batch holds no tree worth catching up (a rebuild costs the same).
+    this.tree = undefined;
+    this.stale = [];
+    return total;
+  }
+
   /** The value, null for a tombstone, undefined when this batch does not know the key. */
   get(key: string): BatchValue | undefined {
-    return this.map.get(key);
+    return this.index().get(key);
   }
 
   get bytes(): number {
@@ -100,11 +153,12 @@ export class WriteBatch {
   }
 
   get size(): number {
-    return this.map.size;
+    return this.map.size + (this.pendingKeys === undefined ? 0 : this.pendingKeys.length);
   }
 
   /** The sorted map, brought up to date. */
   private sorted(): SortedMap<BatchValue> {
+    this.index();
     let tree = this.tree;
     if (tree === undefined) {
       // The default sort orders strings by UTF-16 code units, which for latin1 keys is the
@@ -126,9 +180,20 @@ export class WriteBatch {
     return this.sorted().clone();
   }
 
-  /** Entries in no particular order (what a commit writes). */
+  /** Entries in no particular order. */
   entries(): IterableIterator<[string, BatchValue]> {
-    return this.map.entries();
+    return this.index().entries();
+  }
+
+  /** Each entry in no particular order, without indexing a fresh flush (what a commit writes). */
+  forEachEntry(visit: (key: string, value: BatchValue) => void): void {
+    const keys = this.pendingKeys;
+    if (keys === undefined) {
+      for (const [key, value] of this.map) visit(key, value);
+      return;
+    }
+    const values = this.pendingValues!;
+    for (let i = 0; i < keys.length; i++) visit(keys[i]!, values[i]!);
   }
 
   /**
@@ -139,3 +204,4 @@ export class WriteBatch {
     return this.sorted().entries(undefined, []);
   }
 }
+

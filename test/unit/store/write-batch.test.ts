@@ -37,11 +37,14 @@ describe('WriteBatch', () => {
     );
   });
 
-  it('snapshots taken between writes and absorbs see exactly the entries of their moment', () => {
+  it('snapshots, reads and commits taken between writes, flushes and absorbs see exactly the entries of their moment', () => {
     const opArb = fc.oneof(
       fc.record({ kind: fc.constant('set' as const), entries: entriesArb }),
       fc.record({ kind: fc.constant('absorb' as const), entries: entriesArb, snapshotFirst: fc.boolean() }),
       fc.record({ kind: fc.constant('snapshot' as const) }),
+      // A flush's entries (distinct keys): kept as arrays when the batch is empty, indexed later.
+      fc.record({ kind: fc.constant('each' as const), entries: entriesArb }),
+      fc.record({ kind: fc.constant('get' as const), key: fc.constantFrom('', 'a', 'b', 'ab', '\xff') }),
     );
     fc.assert(
       fc.property(fc.array(opArb, { maxLength: 20 }), (ops) => {
@@ -54,6 +57,25 @@ describe('WriteBatch', () => {
         for (const op of ops) {
           if (op.kind === 'snapshot') {
             expectations.push({ snapshot: batch.snapshot(), expected: modelDump() });
+            continue;
+          }
+          if (op.kind === 'get') {
+            expect(batch.get(op.key)).toEqual(model.get(op.key));
+            continue;
+          }
+          if (op.kind === 'each') {
+            const distinct = new Map(op.entries.map(([k, v]) => [k, value(v)] as const));
+            const before = batch.bytes;
+            let expectedDelta = 0;
+            for (const [k, v] of distinct) {
+              const previous = model.get(k);
+              expectedDelta += entryBytes(k, v) - (previous === undefined ? 0 : entryBytes(k, previous));
+              model.set(k, v);
+            }
+            const delta = batch.setEach([...distinct].map(([key, v]) => ({ key, value: v, size: entryBytes(key, v) })));
+            expect(delta).toBe(expectedDelta);
+            expect(batch.bytes - before).toBe(expectedDelta);
+            expect(batch.size).toBe(model.size);
             continue;
           }
           if (op.kind === 'set') {
@@ -71,6 +93,10 @@ describe('WriteBatch', () => {
           }
           batch.absorb(incoming);
         }
+        const visited: Array<[string, BatchValue]> = [];
+        batch.forEachEntry((k, v) => visited.push([k, v]));
+        expect(show(visited).sort()).toEqual(modelDump().sort());
+        expect(batch.size).toBe(model.size);
         expect(show(batch.sortedEntries())).toEqual(modelDump());
         expect(show(batch.snapshot().entries(undefined, []))).toEqual(modelDump());
         let bytes = 0;
