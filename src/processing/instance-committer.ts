@@ -7,8 +7,8 @@
  *      captured, input positions taken, output handed over — TaskCut);
  *   2. produce the cuts' output into the open transaction; 3. add all input offsets with the
  *      consumer's group metadata; 4. commit the Kafka transaction;
- *   5. write each task's captured batch, changelog offsets and Position to the store in one
- *      atomic batch per task (the changelog offsets counted, StreamTask.completeCut).
+ *   5. write every task's captured batch, changelog offsets and Position to the store in one
+ *      atomic batch for all of them (the changelog offsets counted, StreamTask.completeCut).
  * Between 1 and 5 the tasks go on processing into fresh write batches and output buffers: the
  * captured batches stay readable as the store's `committing` layer, and the output waits in
  * memory for the next transaction (nothing can be produced into a transaction that is
@@ -28,6 +28,7 @@
  * Tasks that were not in the cut keep their state: their output since waits for the next
  * transaction.
  */
+import { CommitGroup } from '../store/commit-group.js';
 import type { StreamProducerPort, TopicPartitionOffset } from './ports.js';
 import type { CommitStep, StreamTask, TaskCut, TaskLogger } from './stream-task.js';
 import type { ProcessingPacer } from './processing-loop.js';
@@ -293,7 +294,12 @@ export class InstanceCommitter {
     }
     step('after-kafka-commit');
     const kafkaCommitted = clock();
-    const writes = await Promise.allSettled(cuts.map((cut) => cut.task.completeCut(cut, kafkaCommitted)));
+    // Every task's store write in one committed-store batch: the committed view across this
+    // instance's partitions is then this transaction's cut (commit-group.ts).
+    const group = new CommitGroup();
+    const completing = cuts.map((cut) => cut.task.completeCut(cut, kafkaCommitted, group));
+    group.seal();
+    const writes = await Promise.allSettled(completing);
     const failed: StreamTask[] = [];
     let firstError: unknown;
     writes.forEach((write, i) => {

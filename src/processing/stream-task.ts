@@ -13,6 +13,7 @@
  * the transaction read and wrote, and changelog-record.ts / dead-letter-record.ts are the
  * formats it writes.
  */
+import type { CommitGroup } from '../store/commit-group.js';
 import type { TaskStores } from '../store/types.js';
 import type { InputRecord, TaskProducer, TopicPartition } from './ports.js';
 import { TransactionOutput } from './transaction-output.js';
@@ -265,9 +266,9 @@ export class StreamTask {
     return { task: this, ...this.commits.cut(stores) };
   }
 
-  /** The instance's transaction committed: the cut's store writes go to the committed store (TaskCommit.completeCut). */
-  completeCut(cut: TaskCut, now: number): Promise<void> {
-    return this.commits.completeCut(cut, this.stores, now);
+  /** The instance's transaction committed: the cut's store writes go to the committed store, in the group's one batch (TaskCommit.completeCut). */
+  completeCut(cut: TaskCut, now: number, group?: CommitGroup): Promise<void> {
+    return this.commits.completeCut(cut, this.stores, now, group);
   }
 
   /** The changelog topics of this task's stores. */

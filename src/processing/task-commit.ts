@@ -14,6 +14,7 @@
  *
  * StreamTask checks its lifecycle (RUNNING, attached, not revoked) before it calls in here.
  */
+import type { CommitGroup } from '../store/commit-group.js';
 import type { CapturedCommit, TaskStores } from '../store/types.js';
 import type { InputRecord, OutputRecord, TaskProducer, TopicPartitionOffset } from './ports.js';
 import type { TaskProcessor } from './task-processor.js';
@@ -203,7 +204,7 @@ export class TaskCommit {
    * only make the true end larger, so the stored offset is then a lower bound, and restore
    * from a lower bound re-applies, in order, records the store already holds — same state.
    */
-  async completeCut(cut: CutContent, stores: TaskStores | null, now: number): Promise<void> {
+  async completeCut(cut: CutContent, stores: TaskStores | null, now: number, group?: CommitGroup): Promise<void> {
     this.cutInputs = [];
     if (stores === null) {
       cut.store.abandon();
@@ -220,7 +221,8 @@ export class TaskCommit {
       const store = this.changelogStores.get(topic)!;
       offsets[store] = (offsets[store] ?? 0) + count + 1;
     }
-    await cut.store.write(offsets);
+    // Synchronously from the call (the group is sealed right after the cycle hands out its cuts).
+    await cut.store.write(offsets, group);
     for (const o of cut.offsets) this.committedOffsets.set(o.topic, o.offset);
     this.lastCommit = now;
   }

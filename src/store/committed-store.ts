@@ -35,6 +35,8 @@ export function pairEntries(pairs: ReadonlyArray<readonly [string, Buffer | null
 }
 
 export interface CommittedWrite {
+  /** The task whose metadata (changelog offset, Position) the write stores for its store. */
+  readonly taskId: string;
   readonly keyspace: CommittedKeyspace;
   readonly entries: WriteEntries;
   readonly meta: StoreMeta;
@@ -45,8 +47,11 @@ export interface CommittedStore {
   keyspace(storeName: string, partition: number): Promise<CommittedKeyspace>;
   /** The metadata the last completed commit stored for (task, store). */
   readMeta(taskId: string, storeName: string): Promise<StoreMeta | undefined>;
-  /** Writes all entries and metadata of one task as ONE atomic batch. */
-  commit(taskId: string, writes: readonly CommittedWrite[]): Promise<void>;
+  /**
+   * Writes all entries and metadata as ONE atomic batch: one task's stores, or every task of an
+   * instance commit (commit-group.ts).
+   */
+  commit(writes: readonly CommittedWrite[]): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -16,6 +16,7 @@ export {
   sortableFloat64Serde,
   bytesSerde,
 } from './serdes.js';
+export { CommitGroup } from './commit-group.js';
 export { createInMemoryStoreEngine, type InMemoryStoreEngineOptions } from './in-memory-engine.js';
 export { createInMemoryDatabase, type InMemoryDatabase } from './memory-committed-store.js';
 export { openLevelStoreEngine } from './level-engine.js';

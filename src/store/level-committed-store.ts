@@ -75,11 +75,40 @@ interface Latin1Writer {
   latin1Write(text: string, offset: number): number;
 }
 
+/**
+ * A LevelDB snapshot shared by the views taken in one synchronous step: closed once that step
+ * is over and the last of its views closed.
+ */
+class SharedSnapshot {
+  private users = 0;
+  private stepOver = false;
+
+  constructor(readonly snapshot: LevelSnapshot) {}
+
+  use(): this {
+    this.users++;
+    return this;
+  }
+
+  endStep(): void {
+    this.stepOver = true;
+    if (this.users === 0) void this.snapshot.close().catch(() => {});
+  }
+
+  release(): Promise<void> {
+    this.users--;
+    // After the database closed, the snapshot is already released.
+    return this.stepOver && this.users === 0 ? this.snapshot.close().catch(() => {}) : Promise.resolve();
+  }
+}
+
 export class LevelCommittedStore implements CommittedStore {
   private readonly storeIds = new Map<string, number>();
   private nextStoreId = 1;
   /** Scratch buffer for keys put into a chained batch (see commit). */
   private batchScratch = Buffer.allocUnsafe(256);
+  /** The snapshot of the current synchronous step (stepSnapshot()). */
+  private stepShared: SharedSnapshot | undefined = undefined;
 
   private constructor(
     readonly db: Db,
@@ -176,7 +205,7 @@ export class LevelCommittedStore implements CommittedStore {
     return decodeMeta(bytes);
   }
 
-  async commit(taskId: string, writes: readonly CommittedWrite[]): Promise<void> {
+  async commit(writes: readonly CommittedWrite[]): Promise<void> {
     this.checkOpen();
     const batch = this.db.batch();
     try {
@@ -208,14 +237,34 @@ export class LevelCommittedStore implements CommittedStore {
           if (value === null) batch.del(fullKey);
           else batch.put(fullKey, value);
         });
-        batch.put(keyspace.metaKey(taskId), encodeMeta(write.meta));
+        batch.put(keyspace.metaKey(write.taskId), encodeMeta(write.meta));
       }
       await batch.write();
     } catch (error) {
       // Idempotent; releases the native batch if write() was never reached.
       await batch.close().catch(() => {});
-      throw this.failure(error, `commit of task ${taskId}`);
+      throw this.failure(error, `commit of ${describeTasks(writes)}`);
     }
+  }
+
+  /**
+   * The LevelDB snapshot of this synchronous step: every view taken before the step ends (the
+   * next microtask) reads the same instant. A query takes all its partitions' views in one step
+   * (query-engine.ts, openAll), and an instance commit writes all its tasks in one batch
+   * (commit-group.ts), so a query never sees part of an instance commit. One native snapshot
+   * for a query's partitions instead of one each, too.
+   */
+  stepSnapshot(): SharedSnapshot {
+    let shared = this.stepShared;
+    if (shared === undefined) {
+      const created = new SharedSnapshot(this.db.snapshot());
+      this.stepShared = shared = created;
+      queueMicrotask(() => {
+        if (this.stepShared === created) this.stepShared = undefined;
+        created.endStep();
+      });
+    }
+    return shared.use();
   }
 
   async close(): Promise<void> {
@@ -275,19 +324,19 @@ class LevelKeyspace implements CommittedKeyspace {
   }
 
   snapshot(taskId: string): CommittedSnapshot {
-    let snapshot: LevelSnapshot;
+    let shared: SharedSnapshot;
     try {
-      snapshot = this.store.db.snapshot();
+      shared = this.store.stepSnapshot();
     } catch (error) {
       throw this.store.failure(error, `store ${this.storeName}`);
     }
     try {
-      const options = { snapshot, ...ENCODINGS };
+      const options = { snapshot: shared.snapshot, ...ENCODINGS };
       // The Position stored in the same batch as the data this snapshot sees (KIP-1035).
       const meta = decodeMeta(this.store.db.getSync(this.metaKey(taskId), options));
-      return new LevelSnapshotView(this, snapshot, options, meta?.position ?? Position.empty());
+      return new LevelSnapshotView(this, shared, options, meta?.position ?? Position.empty());
     } catch (error) {
-      void snapshot.close();
+      void shared.release();
       throw this.store.failure(error, `store ${this.storeName}`);
     }
   }
@@ -298,7 +347,7 @@ class LevelSnapshotView implements CommittedSnapshot {
 
   constructor(
     private readonly keyspace: LevelKeyspace,
-    private readonly snapshot: LevelSnapshot,
+    private readonly shared: SharedSnapshot,
     private readonly options: { readonly snapshot: LevelSnapshot; readonly keyEncoding: 'buffer'; readonly valueEncoding: 'buffer' },
     readonly position: Position,
   ) {}
@@ -382,7 +431,14 @@ class LevelSnapshotView implements CommittedSnapshot {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // After the database closed, the snapshot is already released.
-    await this.snapshot.close().catch(() => {});
+    await this.shared.release();
   }
+}
+
+/** "task 0_1", or "tasks 0_1, 0_2 and 3 more": for a failure's message. */
+function describeTasks(writes: readonly CommittedWrite[]): string {
+  const tasks = [...new Set(writes.map((write) => write.taskId))];
+  if (tasks.length === 1) return `task ${tasks[0]!}`;
+  const shown = tasks.slice(0, 3).join(', ');
+  return `tasks ${shown}${tasks.length > 3 ? ` and ${tasks.length - 3} more` : ''}`;
 }

@@ -73,7 +73,7 @@ export class MemoryCommittedStore implements CommittedStore {
     return toStoreMeta(this.database.meta.get(metaKey(taskId, storeName)));
   }
 
-  async commit(taskId: string, writes: readonly CommittedWrite[]): Promise<void> {
+  async commit(writes: readonly CommittedWrite[]): Promise<void> {
     this.checkOpen();
     // Applied in one synchronous step: atomic, as LevelDB's batch.
     for (const write of writes) {
@@ -82,7 +82,7 @@ export class MemoryCommittedStore implements CommittedStore {
         if (value === null) tree.delete(key);
         else tree.set(key, value);
       });
-      this.database.meta.set(metaKey(taskId, write.keyspace.storeName), {
+      this.database.meta.set(metaKey(write.taskId, write.keyspace.storeName), {
         changelogOffset: write.meta.changelogOffset,
         position: write.meta.position.toJSON(),
       });

@@ -305,7 +305,7 @@ export class StorePartition implements KeyValueStorePartition {
     const layer = { batch, position, offset };
     this.committing.push(layer);
     return {
-      write: () => ({ keyspace: this.context.keyspace, entries: batch, meta: { changelogOffset: layer.offset, position } }),
+      write: () => ({ taskId: this.context.taskId, keyspace: this.context.keyspace, entries: batch, meta: { changelogOffset: layer.offset, position } }),
       setChangelogOffset: (next) => {
         layer.offset = next;
       },
@@ -343,7 +343,7 @@ export class StorePartition implements KeyValueStorePartition {
       write: () => {
         this.cache.dropClean(this.named);
         restoredPos = this.committedPos.copy().merge(position);
-        return { keyspace: this.context.keyspace, entries: pairEntries(entries), meta: { changelogOffset: nextChangelogOffset, position: restoredPos } };
+        return { taskId: this.context.taskId, keyspace: this.context.keyspace, entries: pairEntries(entries), meta: { changelogOffset: nextChangelogOffset, position: restoredPos } };
       },
       complete: () => {
         this.cache.dropClean(this.named);

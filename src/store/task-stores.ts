@@ -7,6 +7,7 @@
  */
 import { IqgateError } from '../errors.js';
 import { storeClosedError, toStoreError } from './store-errors.js';
+import type { CommitGroupMember } from './commit-group.js';
 import type { CommittedStore } from './committed-store.js';
 import type { Position } from './position.js';
 import type { PreparedCommit, StorePartition } from './store-partition.js';
@@ -101,7 +102,7 @@ export class LayeredTaskStores implements TaskStores {
     const prepared = [...this.partitions.values()].map((partition) => ({ partition, commit: partition.prepareCommit(undefined) }));
     let settled = false;
     return {
-      write: (changelogOffsets) => {
+      write: (changelogOffsets, group) => {
         if (settled) return Promise.reject(new TypeError(`task ${this.taskId}: capture settled twice`));
         settled = true;
         for (const { partition, commit } of prepared) {
@@ -115,7 +116,7 @@ export class LayeredTaskStores implements TaskStores {
           for (const { commit } of prepared) commit.fail();
           return Promise.reject(storeClosedError(`task ${this.taskId}`));
         }
-        return this.enqueue(prepared.map((p) => p.commit));
+        return this.enqueue(prepared.map((p) => p.commit), group?.register());
       },
       abandon: () => {
         if (settled) return;
@@ -142,24 +143,26 @@ export class LayeredTaskStores implements TaskStores {
 
   /**
    * Writes the prepared commits as one atomic committed-store batch once every earlier commit
-   * settled. A failure drops everything uncommitted (commits queued behind it fail too): the
-   * committed store still holds the last completed commit, and the runtime restores from the
-   * changelog, as Kafka Streams does for a corrupted task.
+   * settled — or, as a member of a commit group, in the group's one batch. A failure drops
+   * everything uncommitted (commits queued behind it fail too): the committed store still holds
+   * the last completed commit, and the runtime restores from the changelog, as Kafka Streams
+   * does for a corrupted task.
    */
-  private enqueue(prepared: PreparedCommit[]): Promise<void> {
+  private enqueue(prepared: PreparedCommit[], member?: CommitGroupMember): Promise<void> {
     // Only an operation still queued or running can fail this one: once a failure has settled
     // (and dropped what was uncommitted), the task starts afresh — the runtime restores and
     // commits again through this same TaskStores, which must not keep replaying the old error.
     const previous = this.queued === 0 ? undefined : this.pending;
     this.queued++;
     const run = async (): Promise<void> => {
+      let joined = false;
       try {
         await previous;
-        await this.committed.commit(
-          this.taskId,
-          prepared.map((p) => p.write()),
-        );
+        const writes = prepared.map((p) => p.write());
+        joined = true;
+        await (member === undefined ? this.committed.commit(writes) : member.join(this.committed, writes));
       } catch (error) {
+        if (!joined) member?.withdraw();
         for (const p of prepared) p.fail();
         for (const partition of this.partitions.values()) partition.dropUncommitted();
         throw toStoreError(error, `commit of task ${this.taskId}`);

@@ -8,6 +8,7 @@
  */
 import type { IqgateError } from '../errors.js';
 import type { Position } from './position.js';
+import type { CommitGroup } from './commit-group.js';
 import { Buffer } from 'node:buffer';
 
 export type Bytes = Buffer;
@@ -226,8 +227,11 @@ export interface TaskStores {
 
 /** A write batch captured by TaskStores.capture(), readable as a `committing` layer until settled. */
 export interface CapturedCommit {
-  /** One atomic batch, as commit(): the captured writes, the changelog offsets, the captured Position. */
-  write(changelogOffsets: Readonly<Record<string, number>>): Promise<void>;
+  /**
+   * One atomic batch, as commit(): the captured writes, the changelog offsets, the captured
+   * Position — or, given a group, part of the group's one batch (commit-group.ts).
+   */
+  write(changelogOffsets: Readonly<Record<string, number>>, group?: CommitGroup): Promise<void>;
   /** The transaction failed: the captured writes are dropped, never written. */
   abandon(): void;
 }

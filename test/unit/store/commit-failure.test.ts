@@ -27,13 +27,13 @@ class FailingCommittedStore implements CommittedStore {
   readMeta(taskId: string, storeName: string) {
     return this.inner.readMeta(taskId, storeName);
   }
-  async commit(taskId: string, writes: readonly CommittedWrite[]): Promise<void> {
+  async commit(writes: readonly CommittedWrite[]): Promise<void> {
     if (this.failNext) {
       this.failNext = false;
       await new Promise((resolve) => setTimeout(resolve, 1));
       throw new Error('disk on fire');
     }
-    return this.inner.commit(taskId, writes);
+    return this.inner.commit(writes);
   }
   close() {
     return this.inner.close();

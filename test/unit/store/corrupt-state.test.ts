@@ -32,7 +32,7 @@ async function committedDirectory(n: number): Promise<string> {
   const store = await LevelCommittedStore.open(dir);
   const keyspace = await store.keyspace(STORE, 0);
   const entries: Array<[string, Buffer]> = Array.from({ length: n }, (_, i) => [`key-${String(i).padStart(6, '0')}`, value(i)]);
-  await store.commit('0_0', [{ keyspace, entries: pairEntries(entries), meta: { changelogOffset: n, position: Position.empty() } }]);
+  await store.commit([{ taskId: '0_0', keyspace, entries: pairEntries(entries), meta: { changelogOffset: n, position: Position.empty() } }]);
   await store.close();
   writeFileSync(join(dir, 'iqgate-instance.json'), '{"id":"kept"}');
   return dir;
@@ -109,7 +109,7 @@ describe('a damaged state directory', () => {
       expect(readdirSync(dir)).not.toContain('IQGATE-CORRUPT');
       // And it works again: a commit and its read-back.
       const keyspace = await store.keyspace(STORE, 0);
-      await store.commit('0_0', [{ keyspace, entries: pairEntries([['again', value(1)]]), meta: { changelogOffset: 1, position: Position.empty() } }]);
+      await store.commit([{ taskId: '0_0', keyspace, entries: pairEntries([['again', value(1)]]), meta: { changelogOffset: 1, position: Position.empty() } }]);
       expect(keyspace.getSync(Buffer.from('again'))).toEqual(value(1));
     } finally {
       await store.close();
