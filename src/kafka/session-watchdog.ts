@@ -128,12 +128,21 @@ export class SessionWatchdog {
     this.timer = null;
   }
 
-  private check(): void {
+  /**
+   * `confirmed`: the deadline had passed once already, and the I/O that waited meanwhile has been
+   * read since. A timer runs before the event loop reads its sockets, so one that fires late (the
+   * loop was held past the deadline) would otherwise beat a heartbeat answer already waiting there.
+   */
+  private check(confirmed = false): void {
     this.timer = null;
     if (this.status !== 'STABLE') return;
     const left = this.lastAlive + this.options.sessionTimeoutMs - this.clock();
     if (left > 0) {
       this.arm(left);
+      return;
+    }
+    if (!confirmed) {
+      setImmediate(() => this.check(true)).unref();
       return;
     }
     this.status = 'LOST';

@@ -29,7 +29,7 @@ async function heartbeats(dog: SessionWatchdog, everyMs: number, forMs: number):
 }
 
 beforeEach(() => {
-  vi.useFakeTimers({ now: 0 });
+  vi.useFakeTimers({ now: 0, toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'Date'] });
 });
 
 afterEach(() => {
@@ -41,10 +41,10 @@ describe('the session watchdog', () => {
     const { dog, seen } = watchdog();
     dog.joined(ASSIGNMENT, 'm1');
     await heartbeats(dog, 2_000, 4_000); // answered at 2 s and 4 s, then silence
-    await vi.advanceTimersByTimeAsync(SESSION_MS - 1);
-    expect(seen).toEqual([]);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(seen).toEqual([`lost in/0,in/1 at ${4_000 + SESSION_MS}`]);
+    await vi.advanceTimersByTimeAsync(SESSION_MS);
+    expect(seen).toEqual([]); // the deadline: it looks once more after the I/O waiting now
+    await vi.advanceTimersByTimeAsync(1); // (fake timers run that a millisecond later)
+    expect(seen).toEqual([`lost in/0,in/1 at ${4_000 + SESSION_MS + 1}`]);
     expect(dog.state).toBe('LOST');
     await vi.advanceTimersByTimeAsync(10 * SESSION_MS);
     expect(seen).toHaveLength(1);
@@ -59,6 +59,16 @@ describe('the session watchdog', () => {
     expect(dog.state).toBe('STABLE');
   });
 
+  it('lets a heartbeat answer read in the turn its deadline passed win (a timer runs before the event loop reads its sockets)', async () => {
+    const { dog, seen } = watchdog();
+    dog.joined(ASSIGNMENT, 'm1');
+    setTimeout(() => dog.heartbeat(), SESSION_MS); // after the watchdog's timer, before what it scheduled
+    await vi.advanceTimersByTimeAsync(SESSION_MS + 1);
+    expect(seen).toEqual([]);
+    await vi.advanceTimersByTimeAsync(SESSION_MS);
+    expect(seen).toEqual([`lost in/0,in/1 at ${2 * SESSION_MS + 1}`]);
+  });
+
   it('checks nothing during a rebalance, however long, and starts over from the join that ends it', async () => {
     const { dog, seen } = watchdog();
     dog.joined(ASSIGNMENT, 'm1');
@@ -70,14 +80,14 @@ describe('the session watchdog', () => {
     dog.joined([ASSIGNMENT[1]!], 'm1');
     await vi.advanceTimersByTimeAsync(SESSION_MS - 1);
     expect(seen).toEqual([]);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(seen).toEqual([`lost in/1 at ${11 * SESSION_MS - 1_000 + SESSION_MS}`]);
+    await vi.advanceTimersByTimeAsync(2);
+    expect(seen).toEqual([`lost in/1 at ${11 * SESSION_MS - 1_000 + SESSION_MS + 1}`]);
   });
 
   it('re-arms on the assignment of the next join after a loss', async () => {
     const { dog, seen } = watchdog();
     dog.joined(ASSIGNMENT, 'm1');
-    await vi.advanceTimersByTimeAsync(SESSION_MS);
+    await vi.advanceTimersByTimeAsync(SESSION_MS + 1);
     expect(seen).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(14_000); // the link is back; the coordinator answers UNKNOWN_MEMBER_ID, kafkajs rejoins
     dog.joined([ASSIGNMENT[0]!], 'm2');
@@ -85,8 +95,8 @@ describe('the session watchdog', () => {
     expect(seen).toHaveLength(1); // lost already: not said twice
     await heartbeats(dog, 2_000, 10_000);
     expect(seen).toHaveLength(1);
-    await vi.advanceTimersByTimeAsync(SESSION_MS);
-    expect(seen).toEqual([`lost in/0,in/1 at ${SESSION_MS}`, `lost in/0 at ${SESSION_MS + 24_000 + SESSION_MS}`]);
+    await vi.advanceTimersByTimeAsync(SESSION_MS + 1);
+    expect(seen).toEqual([`lost in/0,in/1 at ${SESSION_MS + 1}`, `lost in/0 at ${SESSION_MS + 1 + 24_000 + SESSION_MS + 1}`]);
   });
 
   it('gives the assignment back when a heartbeat goes through after a loss with no join in between (the coordinator still knew the member)', async () => {
@@ -94,9 +104,9 @@ describe('the session watchdog', () => {
     dog.joined(ASSIGNMENT, 'm1');
     await vi.advanceTimersByTimeAsync(SESSION_MS + 500);
     dog.heartbeat();
-    expect(seen).toEqual([`lost in/0,in/1 at ${SESSION_MS}`, `regained in/0,in/1 at ${SESSION_MS + 500}`]);
+    expect(seen).toEqual([`lost in/0,in/1 at ${SESSION_MS + 1}`, `regained in/0,in/1 at ${SESSION_MS + 500}`]);
     expect(dog.state).toBe('STABLE');
-    await vi.advanceTimersByTimeAsync(SESSION_MS);
+    await vi.advanceTimersByTimeAsync(SESSION_MS + 1);
     expect(seen).toHaveLength(3); // and checked again from that answer on
   });
 
