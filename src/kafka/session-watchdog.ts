@@ -42,8 +42,8 @@ export interface SessionWatchdogOptions {
 
 /**
  * IDLE: not in the group yet. STABLE: in the group, checking its session (when it holds
- * anything). REBALANCING: a join is under way, nothing checked. LOST: onLost was called, waiting for a join or a
- * heartbeat. STOPPED: the consumer stopped, for good.
+ * anything). REBALANCING: a join is under way, nothing checked. LOST: onLost was called, waiting
+ * for a join or a heartbeat. STOPPED: the consumer stopped, for good.
  */
 export type WatchdogState = 'IDLE' | 'STABLE' | 'REBALANCING' | 'LOST' | 'STOPPED';
 
@@ -55,6 +55,8 @@ export class SessionWatchdog {
   /** When the coordinator last answered this member (a join or a heartbeat). */
   private lastAlive = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** The second look after the deadline passed (check). */
+  private confirming: NodeJS.Immediate | null = null;
   private readonly clock: () => number;
 
   constructor(private readonly options: SessionWatchdogOptions) {
@@ -125,7 +127,9 @@ export class SessionWatchdog {
 
   private disarm(): void {
     if (this.timer !== null) clearTimeout(this.timer);
+    if (this.confirming !== null) clearImmediate(this.confirming);
     this.timer = null;
+    this.confirming = null;
   }
 
   /**
@@ -135,6 +139,7 @@ export class SessionWatchdog {
    */
   private check(confirmed = false): void {
     this.timer = null;
+    this.confirming = null;
     if (this.status !== 'STABLE') return;
     const left = this.lastAlive + this.options.sessionTimeoutMs - this.clock();
     if (left > 0) {
@@ -142,7 +147,8 @@ export class SessionWatchdog {
       return;
     }
     if (!confirmed) {
-      setImmediate(() => this.check(true)).unref();
+      this.confirming = setImmediate(() => this.check(true));
+      this.confirming.unref();
       return;
     }
     this.status = 'LOST';

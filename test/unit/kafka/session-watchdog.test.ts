@@ -69,6 +69,18 @@ describe('the session watchdog', () => {
     expect(seen).toEqual([`lost in/0,in/1 at ${2 * SESSION_MS + 1}`]);
   });
 
+  it('drops its second look when a rebalance starts in between: one timer, for the join after it', async () => {
+    const { dog, seen } = watchdog();
+    dog.joined(ASSIGNMENT, 'm1');
+    setTimeout(() => {
+      dog.rebalancing();
+      dog.joined(ASSIGNMENT, 'm1');
+    }, SESSION_MS);
+    await vi.advanceTimersByTimeAsync(SESSION_MS + 1);
+    expect(seen).toEqual([]);
+    expect(vi.getTimerCount()).toBe(1);
+  });
+
   it('checks nothing during a rebalance, however long, and starts over from the join that ends it', async () => {
     const { dog, seen } = watchdog();
     dog.joined(ASSIGNMENT, 'm1');
