@@ -17,11 +17,15 @@
  *   task RUNNING and none of its key reads is served by an active task, until the link is up.
  *   librdkafka checks the session on its own clock and reports the assignment lost (the tasks
  *   roll back and wait SUSPENDED). kafkajs has no such check of its own, so the adapter keeps
- *   one (src/kafka/session-watchdog.ts): no heartbeat answered for a session timeout in a stable
- *   group, and it reports the assignment lost the same way; without it the member went on as if
- *   it were in the group until a request timed out (30 s) or the link came back, its idle tasks
- *   answering as active with counts the survivors had moved past. Once the link is up, the lost
- *   tasks the member gets back when it rejoins re-open from what is committed.
+ *   one (src/kafka/session-watchdog.ts): its signal is kafkajs' HEARTBEAT event, emitted only
+ *   for a heartbeat the coordinator answered (and GROUP_JOIN); with none for a session timeout
+ *   while the group is stable, it reports the assignment lost the same way. Without it the
+ *   member went on as if it were in the group until a request timed out (30 s) or the link came
+ *   back, its idle tasks answering as active with counts the survivors had moved past; with it,
+ *   the cut kafkajs instance logged 'partitions lost' 5.2–5.9 s after the cut and showed no
+ *   active task RUNNING from the probes sent 4.7–6.1 s after it on (five runs, 2026-12-04,
+ *   docs/architecture.md §5). Once the link is up, the lost tasks the member gets back when it
+ *   rejoins re-open from what is committed.
  *   The cut instance is chosen once the group has settled: neither client checks the session of
  *   a member cut off in the middle of a rebalance (see below).
  * - No value is written twice: once the link is up again (the load flowing a few seconds more,
