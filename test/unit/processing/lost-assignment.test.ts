@@ -19,19 +19,24 @@ function output(h: Harness): number[] {
   return h.broker.readCommitted('out', 0, 0).records.map((r) => serdes.int32.deserialize(r.value!));
 }
 
-/** Holds the task producer's next Kafka commit until `release()`; `reached` once it is under way. */
-function holdCommit(h: Harness): { release: () => void; reached: () => boolean } {
+/** Holds the task producer's next Kafka commit until `release()`; `reached` once it is under way, `settled` once it has ended. */
+function holdCommit(h: Harness): { release: () => void; reached: () => boolean; settled: () => boolean } {
   const producer = h.manager.localTasks()[0]!.producer!;
   const commit = producer.commit.bind(producer);
   let release!: () => void;
   const gate = new Promise<void>((resolve) => { release = resolve; });
   let reached = false;
+  let settled = false;
   producer.commit = async () => {
     reached = true;
     await gate;
-    await commit();
+    try {
+      await commit();
+    } finally {
+      settled = true;
+    }
   };
-  return { release, reached: () => reached };
+  return { release, reached: () => reached, settled: () => settled };
 }
 
 describe('a lost assignment while the task\'s own transaction commits', () => {
@@ -94,4 +99,36 @@ describe('a lost assignment while the task\'s own transaction commits', () => {
     expect(output(h)).toEqual([1, 2]);
     expect(await h.counts('counts', 0)).toEqual(new Map([['a', 2]]));
   });
+
+  // The zombie rule (task-recovery.ts) waits fencedRetryMs (10 s) after a fence under the
+  // assignment the task was opened with: a fence of the commit that was in flight at the loss
+  // must not hold the re-open the next assignment asks for, whichever comes first.
+  for (const order of ['fenced while lost, then assigned again', 'assigned again, then fenced'] as const) {
+    it(`re-opens on the next assignment when the commit in flight at the loss is fenced (${order})`, async () => {
+      const h = await harnesses.startOnInput();
+      const task = h.manager.localTasks()[0]!;
+      const transactionalId = task.producer!.transactionalId!;
+      send(h.broker, 'in', 0, 'a', 'x0');
+      await h.pump();
+      const held = holdCommit(h);
+      h.manager.requestCommit(task);
+      await waitFor(held.reached);
+      const lost = h.manager.onRevoked([TP], true);
+      const fence = async (): Promise<void> => {
+        h.broker.initProducer(transactionalId); // the partition's new owner opened the task
+        held.release();
+        await waitFor(held.settled);
+      };
+      if (order === 'fenced while lost, then assigned again') await fence();
+      h.ports.consumer.assign([TP]); // the partition is this member's again
+      if (order === 'assigned again, then fenced') await fence();
+      await lost;
+      await waitFor(() => task.state === 'RUNNING', 2_000);
+      expect(output(h)).toEqual([]);
+      await h.pump(); // x0 again, from the committed offset
+      await h.commitAll();
+      expect(output(h)).toEqual([1]);
+      expect(await h.counts('counts', 0)).toEqual(new Map([['a', 1]]));
+    });
+  }
 });
