@@ -22,8 +22,8 @@
  *   while the group is stable, it reports the assignment lost the same way. Without it the
  *   member went on as if it were in the group until a request timed out (30 s) or the link came
  *   back, its idle tasks answering as active with counts the survivors had moved past; with it,
- *   the cut kafkajs instance logged 'partitions lost' 5.2–5.9 s after the cut and showed no
- *   active task RUNNING from the probes sent 4.7–6.1 s after it on (five runs, 2026-12-04,
+ *   the cut kafkajs instance logged 'partitions lost' 4.8–5.9 s after the cut and showed no
+ *   active task RUNNING from the probes sent 4.6–6.1 s after it on (eight runs, 2026-12-04,
  *   docs/architecture.md §5). Once the link is up, the lost tasks the member gets back when it
  *   rejoins re-open from what is committed.
  *   The cut instance is chosen once the group has settled: neither client checks the session of
