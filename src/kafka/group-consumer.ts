@@ -18,6 +18,12 @@
  *   pause/resume/seek are no-ops: the new member starts with no paused partitions and no
  *   seeks, and the next GROUP_JOIN hands the task manager the assignment to pause and seek
  *   afresh, exactly as after any rebalance.
+ * - A lost session: kafkajs has no client-side session check, so SessionWatchdog
+ *   (session-watchdog.ts) keeps one from its successful heartbeats and joins. When the session
+ *   has run out in a stable group, or a join comes back with a new member id, the assignment is
+ *   reported lost (onRevoked with `lost`, as librdkafka's own check does) and its partitions are
+ *   paused: kafkajs cannot give them up until it rejoins, and what it still fetches of them is
+ *   not taken (the lost tasks take no records).
  * - A restart after a crash: the member the crashed run left would hold up the next rebalance
  *   until its session expires (kafkajs has no static membership). Given its id
  *   (`previousMemberId`, recorded by the runtime in the state directory), the consumer sends
@@ -28,7 +34,9 @@ import type { ConsumerHandlers, GroupConsumerPort, InputRecord, PartitionOwner, 
 import type { GroupSettings } from './group-settings.js';
 import { toIqgateError } from './kafka-errors.js';
 import { setFetchSizeHint } from './kafkajs-patches/fetch-size.js';
+import { onJoinStart } from './kafkajs-patches/rebalance-heartbeat.js';
 import { PartitionOwnerTracker } from './partition-owner-tracker.js';
+import { SessionWatchdog } from './session-watchdog.js';
 import { taskAssigner } from './task-assigner.js';
 
 export interface GroupConsumerOptions extends GroupSettings {
@@ -106,6 +114,8 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
   private joined = false;
   private readonly owners: PartitionOwnerTracker;
   private cluster: Cluster | undefined;
+  /** The session check while run() runs and the handlers can hear of a loss (onRevoked). */
+  private watchdog: SessionWatchdog | null = null;
 
   constructor(kafka: Kafka, private readonly options: GroupConsumerOptions) {
     this.consumer = kafka.consumer({
@@ -145,6 +155,22 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
       maxBytesPerPartition: Math.min(SHARED_FETCH_SIZES.maxBytesPerPartition, this.options.maxBytesPerPartition ?? Infinity),
     };
     if (this.cluster !== undefined) setFetchSizeHint(this.cluster, () => (Number.isFinite(handlers.maxRecordsPerFetch?.()) ? shared : undefined));
+    const onRevoked = handlers.onRevoked?.bind(handlers);
+    const watchdog = onRevoked === undefined || this.stopped ? null : new SessionWatchdog({
+      sessionTimeoutMs: this.options.sessionTimeoutMs ?? 30_000,
+      onLost: (assignment) => {
+        // Paused, they are given up as far as kafkajs allows until it rejoins: it fetches them no more.
+        this.pause(assignment);
+        // Nothing waits for it (kafkajs gives nothing up); TaskAssignment.revoke does not reject.
+        onRevoked(assignment, true).catch(() => undefined);
+      },
+      // Still this member's, under the same generation: the lost tasks re-open from what is committed.
+      onRegained: (assignment) => handlers.onAssignment(assignment),
+    });
+    this.watchdog = watchdog;
+    // Every join, REBALANCING or not (kafkajs rejoins silently on leader errors: docs/kafkajs-notes.md
+    // §1 caveat c): a member busy joining is held by the rebalance timeout, not its session.
+    if (watchdog !== null && this.cluster !== undefined) onJoinStart(this.cluster, () => watchdog.rebalancing());
     c.on(c.events.GROUP_JOIN, (event) => {
       this.options.onMemberId?.(event.payload.memberId);
       const assignment: TopicPartition[] = [];
@@ -152,20 +178,30 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
         for (const partition of partitions) assignment.push({ topic, partition });
       }
       this.joined = true;
+      // Before the new assignment: a join under a new member id loses what the last one held.
+      watchdog?.joined(assignment, event.payload.memberId);
       handlers.onAssignment(assignment);
       // The group's map needs describeGroup (I/O): in the background, not in this listener.
       // Only members that advertise a URL take part in routing (without one nothing changes).
       if (this.options.advertisedUrl !== undefined) this.owners.refresh();
     });
-    c.on(c.events.REBALANCING, () => handlers.onRebalancing());
+    c.on(c.events.HEARTBEAT, () => watchdog?.heartbeat());
+    c.on(c.events.REBALANCING, () => {
+      watchdog?.rebalancing();
+      handlers.onRebalancing();
+    });
     // Emitted right after kafkajs drops its ConsumerGroup (`consumer/index.js` stop()).
     c.on(c.events.STOP, () => {
       this.joined = false;
     });
     c.on(c.events.CRASH, (event) => {
       if (this.stopped) return;
+      // A restart rejoins as a new member: the watchdog goes on, the old member's session runs out meanwhile.
       if (event.payload.restart) handlers.onReconnecting?.(toIqgateError(event.payload.error, `consumer of group ${this.options.groupId}`));
-      else handlers.onCrash(event.payload.error);
+      else {
+        watchdog?.stop();
+        handlers.onCrash(event.payload.error);
+      }
     });
     try {
       await c.connect();
@@ -238,6 +274,7 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
   /** kafkajs members are dynamic: disconnect() sends LeaveGroup, so there is no `leaveGroup` to choose. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.watchdog?.stop();
     this.owners.stop();
     await this.consumer.disconnect();
   }

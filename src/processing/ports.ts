@@ -95,7 +95,9 @@ export interface ConsumerHandlers {
    * promise settles, so the tasks can commit what they processed first (Kafka Streams'
    * onPartitionsRevoked). `lost`: the member was already out of the group (session expired):
    * nothing can be committed any more, the tasks are dropped. onAssignment follows with the
-   * assignment that remains.
+   * assignment that remains. An eager adapter calls it only with `lost`, for its whole
+   * assignment (kafkajs: its session watchdog), and nothing waits for it; onAssignment follows
+   * once the member has rejoined.
    */
   onRevoked?(partitions: readonly TopicPartition[], lost: boolean): Promise<void>;
 }

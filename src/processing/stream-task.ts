@@ -113,9 +113,19 @@ export class StreamTask {
     this.isRevoked = true;
   }
 
-  /** Assigned again after it was lost (exactly-once v2, onRevoked with `lost`). */
+  /** Assigned again after it was lost (onRevoked with `lost`: its member's session ran out). */
   reassign(): void {
     this.isRevoked = false;
+  }
+
+  /**
+   * Stops being RUNNING at once, holding on to everything: its member lost the assignment, so it
+   * must not answer as active any more, but a commit of its may be in flight, which settles
+   * before anything is dropped (rollBackAndSuspend, in the control queue after it:
+   * TaskOperations.suspendLost). A task that is not RUNNING is left as it is.
+   */
+  suspend(): void {
+    if (this.currentState === 'RUNNING') this.transitionTo('SUSPENDED');
   }
 
   /**

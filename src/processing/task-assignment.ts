@@ -15,8 +15,10 @@
  *   InitProducerId → open stores → restore the changelog tail → read committed offsets → seek → resume.
  * librdkafka rebalances cooperatively: only the partitions that go are revoked (revoke), after
  * which the consumer gives them up; retained ones keep their fetch positions.
+ * Either client reports an assignment its member has lost with its session (revoke with `lost`):
+ * those tasks are re-opened from what is committed if the next assignment brings them back, never
+ * taken for retained.
  */
-import { discardProducer } from './discard-producer.js';
 import type { GroupConsumerPort, TopicPartition } from './ports.js';
 import type { CommitStrategy } from './commit-strategy.js';
 import type { ProcessingLoop } from './processing-loop.js';
@@ -127,9 +129,13 @@ export class TaskAssignment {
    * (InstanceCommits.revoke).
    *
    * `lost`: the member was already out of the group (its session expired: a broker outage, a
-   * frozen process). Nothing can be committed; what the tasks processed since their last commit
-   * is dropped and they wait SUSPENDED, stores open — their committed state stays readable, as
-   * through a broker outage on kafkajs — until the next assignment re-opens them or closes them.
+   * frozen process, a cut link; librdkafka's own session check says so, and on kafkajs the
+   * adapter's SessionWatchdog). Nothing can be committed; what the tasks processed since their
+   * last commit is dropped and they wait SUSPENDED, stores open — their committed state stays
+   * readable, as through a broker outage on kafkajs — until the next assignment re-opens them
+   * from what is committed or closes them. They stop answering as active at once, and roll back
+   * in the control queue, once a commit of theirs in flight has settled
+   * (TaskOperations.suspendLost).
    */
   async revoke(partitions: readonly TopicPartition[], lost: boolean): Promise<void> {
     const revoked: StreamTask[] = [];
@@ -147,7 +153,8 @@ export class TaskAssignment {
       for (const task of revoked) {
         task.revoke(); // takes no records and is not re-opened until assigned again
         this.deps.processing.release(task);
-        void discardProducer(task.rollBackAndSuspend());
+        // Answers as active no more from now; rolls back once a commit of its in flight has settled.
+        this.deps.ops.suspendLost(task);
         // The cycle under way may carry a cut of the task whose offsets it has not sent yet. Opened
         // here again before that cycle ended, the task would read the offsets from before the cut
         // and process its records again.

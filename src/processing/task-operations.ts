@@ -6,6 +6,7 @@
  */
 import type { IqgateError } from '../errors.js';
 import type { ControlQueue } from './control-queue.js';
+import { discardProducer } from './discard-producer.js';
 import { RestoreCancelled } from './restore-task-stores.js';
 import type { StreamTask } from './stream-task.js';
 import type { SubTopologyPlan } from './sub-topology-plan.js';
@@ -66,6 +67,22 @@ export class TaskOperations {
         }
       } });
     });
+  }
+
+  /**
+   * A lost assignment (TaskManager.onRevoked with `lost`): the task, revoked already, stops
+   * answering as active now (StreamTask.suspend), and rolls back in the queue, after whatever
+   * runs for it there. Not at once: a commit of its in flight (its own transaction, exactly-once
+   * v1) would otherwise race the rollback — the store commit writing a batch the rollback had
+   * emptied, under changelog offsets that count what was in it, or the rollback dropping work
+   * the Kafka transaction then commits. The commit settles first, either way: committed, its
+   * store write is whole; failed, TaskRecovery rolls the task back, and this finds nothing left.
+   * The same for an open in flight (it gives up once it sees the task revoked, leaving a
+   * producer attached that is discarded here) and a rollback's replay.
+   */
+  suspendLost(task: StreamTask): void {
+    task.suspend();
+    this.deps.control.enqueue({ key: `suspend:${task.id}`, group: task.id, run: () => discardProducer(task.rollBackAndSuspend()) });
   }
 
   requestRollback(task: StreamTask): void {

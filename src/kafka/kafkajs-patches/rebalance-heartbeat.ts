@@ -20,6 +20,11 @@
  * metadata gets its generation back (after a coordinator moved, say), and would then never
  * heartbeat again. An answer to a heartbeat that was under way while a join started or ended is
  * not remembered (it may be about the generation the join has just left).
+ *
+ * The patched joinAndSync also tells a listener registered for the consumer (by its kafkajs
+ * Cluster, as patch 10's fetch-size hint) that a join starts: the session watchdog
+ * (session-watchdog.ts) checks nothing while the member joins, and kafkajs emits REBALANCING
+ * before only some of its joins (docs/kafkajs-notes.md §1, caveats c and d).
  * It replaces two methods on kafkajs' ConsumerGroup prototype, so the check is by identity. It
  * loads kafkajs' consumer files (Batch requires the file patch 1 replaces), so it is installed
  * after patch 1.
@@ -30,6 +35,7 @@ const REJOIN = Symbol('iqgate.rejoin');
 const JOINS = Symbol('iqgate.joins');
 
 interface ConsumerGroupLike {
+  readonly cluster?: object;
   /** The rebalancing answer to throw again until the next join starts or ends. */
   [REJOIN]?: unknown;
   /** Joins started plus joins ended. */
@@ -50,6 +56,13 @@ function consumerGroupPrototype(): ConsumerGroupPrototype {
   return kafkajsPrototype('kafkajs/src/consumer/consumerGroup');
 }
 
+const joinListeners = new WeakMap<object, () => void>();
+
+/** From now on, `listener` hears when each join (JoinGroup, then SyncGroup) of the consumer whose kafkajs Cluster is `cluster` starts. */
+export function onJoinStart(cluster: object, listener: () => void): void {
+  joinListeners.set(cluster, listener);
+}
+
 /** kafkajs' own methods, kept by install(). */
 let kafkajsHeartbeat: Heartbeat | undefined;
 let kafkajsJoinAndSync: JoinAndSync | undefined;
@@ -68,6 +81,7 @@ export const heartbeat: Heartbeat = async function heartbeat(this: ConsumerGroup
 export const joinAndSync: JoinAndSync = async function joinAndSync(this: ConsumerGroupLike, ...args: unknown[]): Promise<void> {
   this[JOINS] = (this[JOINS] ?? 0) + 1;
   delete this[REJOIN];
+  if (this.cluster !== undefined) joinListeners.get(this.cluster)?.();
   try {
     await kafkajsJoinAndSync!.apply(this, args);
   } finally {

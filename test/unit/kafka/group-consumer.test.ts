@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { KafkaGroupConsumer } from '../../../src/kafka/group-consumer.js';
 import type { ConsumerHandlers, TopicPartition } from '../../../src/processing/ports.js';
 
-const EVENTS = { GROUP_JOIN: 'consumer.group_join', REBALANCING: 'consumer.rebalancing', CRASH: 'consumer.crash', STOP: 'consumer.stop' };
+const EVENTS = { GROUP_JOIN: 'consumer.group_join', REBALANCING: 'consumer.rebalancing', CRASH: 'consumer.crash', STOP: 'consumer.stop', HEARTBEAT: 'consumer.heartbeat' };
 
 /** A kafkajs consumer stand-in with its ConsumerGroup's life cycle: created by run(), dropped by a crash. */
 class FakeKafkajsConsumer extends EventEmitter {
@@ -27,9 +27,9 @@ class FakeKafkajsConsumer extends EventEmitter {
   }
   async disconnect(): Promise<void> {}
   async describeGroup(): Promise<never> { throw new Error('not used'); }
-  join(memberAssignment: Record<string, number[]>): void {
+  join(memberAssignment: Record<string, number[]>, memberId?: string): void {
     this.hasGroup = true;
-    this.emit(EVENTS.GROUP_JOIN, { payload: { memberAssignment } });
+    this.emit(EVENTS.GROUP_JOIN, { payload: { memberAssignment, memberId } });
   }
   /** What kafkajs' onCrash does: stop (drop the group, STOP), disconnect, then CRASH. */
   crash(error: Error, restart: boolean): void {
@@ -148,5 +148,80 @@ describe('the group consumer while gateway requests wait (readyForMore)', () => 
     await handled;
     expect(taken).toEqual([]);
     expect(resolved).toEqual([]);
+  });
+});
+
+describe('the group consumer\'s session watchdog (kafkajs has no session check of its own)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const SESSION_MS = 6_000;
+
+  async function watched() {
+    vi.useFakeTimers({ now: 0, toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'Date'] });
+    const kafkajsConsumer = new FakeKafkajsConsumer();
+    kafkajsConsumer.run = async function run(config) {
+      this.runConfig = config;
+      this.join({ in: [0, 1] }, 'm1');
+    };
+    const consumer = new KafkaGroupConsumer({ consumer: () => kafkajsConsumer } as unknown as Kafka, { groupId: 'app', topics: ['in'], taskGroups: [['in']], sessionTimeoutMs: SESSION_MS });
+    const seen: string[] = [];
+    const parts = (tps: readonly TopicPartition[]): string => tps.map((tp) => tp.partition).join(',');
+    await consumer.run({
+      onBatch: () => true,
+      onAssignment: (assignment) => { seen.push(`assignment ${parts(assignment)} at ${Date.now()}`); },
+      onRebalancing: () => { seen.push('rebalancing'); },
+      onCrash: () => undefined,
+      onRevoked: async (partitions, lost) => { seen.push(`revoked ${parts(partitions)} lost=${lost} at ${Date.now()}`); },
+    });
+    return { kafkajsConsumer, consumer, seen };
+  }
+
+  it('reports the whole assignment lost once no heartbeat was answered for a session, and pauses its partitions', async () => {
+    const { kafkajsConsumer, seen } = await watched();
+    await vi.advanceTimersByTimeAsync(2_000);
+    kafkajsConsumer.emit(EVENTS.HEARTBEAT, {});
+    await vi.advanceTimersByTimeAsync(SESSION_MS + 10_000);
+    expect(seen).toEqual(['assignment 0,1 at 0', `revoked 0,1 lost=true at ${2_000 + SESSION_MS + 1}`]);
+    expect(kafkajsConsumer.calls).toEqual(['pause [{"topic":"in","partitions":[0,1]}]']);
+  });
+
+  it('says nothing while heartbeats are answered, nor during a long rebalance', async () => {
+    const { kafkajsConsumer, seen } = await watched();
+    for (let i = 0; i < 10; i++) {
+      await vi.advanceTimersByTimeAsync(3_000);
+      kafkajsConsumer.emit(EVENTS.HEARTBEAT, {});
+    }
+    kafkajsConsumer.emit(EVENTS.REBALANCING, {});
+    await vi.advanceTimersByTimeAsync(50_000);
+    kafkajsConsumer.join({ in: [1] }, 'm1');
+    expect(seen).toEqual(['assignment 0,1 at 0', 'rebalancing', 'assignment 1 at 80000']);
+  });
+
+  it('reports what the member held lost before the assignment of a join under a new member id', async () => {
+    const { kafkajsConsumer, seen } = await watched();
+    await vi.advanceTimersByTimeAsync(1_000);
+    kafkajsConsumer.join({ in: [0] }, 'm2');
+    expect(seen).toEqual(['assignment 0,1 at 0', 'revoked 0,1 lost=true at 1000', 'assignment 0 at 1000']);
+  });
+
+  it('hands the same assignment over again when a heartbeat goes through after the loss with no join in between', async () => {
+    const { kafkajsConsumer, seen } = await watched();
+    await vi.advanceTimersByTimeAsync(SESSION_MS + 1_000);
+    kafkajsConsumer.emit(EVENTS.HEARTBEAT, {});
+    expect(seen).toEqual(['assignment 0,1 at 0', `revoked 0,1 lost=true at ${SESSION_MS + 1}`, `assignment 0,1 at ${SESSION_MS + 1_000}`]);
+  });
+
+  it('stops checking once the consumer stops, or crashes for good', async () => {
+    const a = await watched();
+    await a.consumer.stop();
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(10 * SESSION_MS);
+    expect(a.seen).toEqual(['assignment 0,1 at 0']);
+    vi.useRealTimers();
+    const b = await watched();
+    b.kafkajsConsumer.crash(Object.assign(new Error('bad'), { name: 'KafkaJSNonRetriableError' }), false);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -235,6 +235,18 @@ describe('kafkajs patch 9: no heartbeat per batch once the group is rebalancing'
     expect(sent).toHaveBeenCalledTimes(2);
   });
 
+  it('tells the listener registered for the consumer\'s cluster each time a join starts (kafkajs emits REBALANCING before only some)', async () => {
+    const { onJoinStart } = await import('../../../src/kafka/kafkajs-patches/rebalance-heartbeat.js');
+    const { group } = await consumerGroup(async () => undefined);
+    const cluster = {};
+    (group as unknown as { cluster: object }).cluster = cluster;
+    const started = vi.fn();
+    onJoinStart(cluster, started);
+    await group.joinAndSync();
+    await group.joinAndSync();
+    expect(started).toHaveBeenCalledTimes(2);
+  });
+
   it('keeps sending after an answer that is not about the group (a broker that went away)', async () => {
     const { group, sent } = await consumerGroup(async () => { throw Object.assign(new Error('Connection error'), { name: 'KafkaJSConnectionError' }); });
     await expect(group.heartbeat({ interval: 0 })).rejects.toThrow(/Connection/);
