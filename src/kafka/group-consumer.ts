@@ -31,7 +31,7 @@
  */
 import type { Cluster, Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { ConsumerHandlers, GroupConsumerPort, InputRecord, PartitionOwner, TopicPartition, TopicPartitionOffset } from '../processing/ports.js';
-import type { GroupSettings } from './group-settings.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS, type GroupSettings } from './group-settings.js';
 import { toIqgateError } from './kafka-errors.js';
 import { setFetchSizeHint } from './kafkajs-patches/fetch-size.js';
 import { onJoinStart } from './kafkajs-patches/rebalance-heartbeat.js';
@@ -127,7 +127,7 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
         return taskAssigner(options.taskGroups, options.advertisedUrl === undefined ? {} : { url: options.advertisedUrl })(config);
       }],
       sessionTimeout: options.sessionTimeoutMs ?? 30_000,
-      heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
+      heartbeatInterval: options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
       rebalanceTimeout: options.rebalanceTimeoutMs ?? 60_000,
       maxWaitTimeInMs: options.maxWaitTimeMs ?? 200,
       // Small fetches: kafkajs decodes a whole response synchronously, and an 8 MB response holds

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { IqgateError } from '../errors.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../kafka/group-settings.js';
 import { kafkaSecuritySchema } from '../kafka/kafka-security.js';
 import { KAFKA_CLIENTS, type KafkaClientChoice } from '../kafka/select-kafka-client.js';
 import { parseProcessingOptions, processingOptionsSchema, type ProcessingOptions } from '../processing/processing-options.js';
@@ -53,7 +54,8 @@ export const runtimeOptionsSchema = processingOptionsSchema.extend({
   /** KIP-892 statestore.uncommitted.max.bytes. */
   uncommittedMaxBytes: z.number().int().positive().optional(),
   sessionTimeoutMs: z.number().int().positive().default(30_000),
-  heartbeatIntervalMs: z.number().int().positive().default(3_000),
+  /** Below Kafka's 3 s: each round of a rebalance waits for the members' next heartbeat (DEFAULT_HEARTBEAT_INTERVAL_MS). */
+  heartbeatIntervalMs: z.number().int().positive().default(DEFAULT_HEARTBEAT_INTERVAL_MS),
   rebalanceTimeoutMs: z.number().int().positive().default(60_000),
   /** Fetch long-poll cap; short, because kafkajs sleeps this long when all partitions are paused. */
   maxWaitTimeMs: z.number().int().positive().default(200),

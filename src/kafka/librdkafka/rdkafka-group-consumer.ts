@@ -28,7 +28,7 @@
  */
 import type { KafkaConsumer, LibrdKafkaError, Message, TopicPartition as RdTopicPartition } from '@confluentinc/kafka-javascript';
 import type { ConsumerHandlers, ConsumerStopOptions, GroupConsumerPort, Headers, InputRecord, TopicPartition, TopicPartitionOffset } from '../../processing/ports.js';
-import type { GroupSettings } from '../group-settings.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS, type GroupSettings } from '../group-settings.js';
 import type { GroupDescription } from 'kafkajs';
 import type { PartitionOwner } from '../../processing/ports.js';
 import type { KafkaLogSink } from '../kafka-client.js';
@@ -164,7 +164,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       'isolation.level': 'read_committed',
       'partition.assignment.strategy': options.coPartitioned === true ? 'range' : 'cooperative-sticky',
       'session.timeout.ms': options.sessionTimeoutMs ?? 30_000,
-      'heartbeat.interval.ms': options.heartbeatIntervalMs ?? 3_000,
+      'heartbeat.interval.ms': options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
       'max.poll.interval.ms': Math.max(options.rebalanceTimeoutMs ?? 60_000, (options.sessionTimeoutMs ?? 30_000) + 1),
       'fetch.wait.max.ms': options.maxWaitTimeMs ?? 200,
       'max.partition.fetch.bytes': options.maxBytesPerPartition ?? 1_048_576,
