@@ -75,13 +75,23 @@ export class TaskOpener {
         const committed = await this.committed.get(topic, task.partition);
         offsets.set(topic, committed ?? (await this.beginnings.get(topic)).get(task.partition) ?? 0);
       }
-      const started = this.deps.clock();
+      const { clock } = this.deps;
+      const started = clock();
+      // How much of the restore was waiting for the changelog's end to settle (in the log line).
+      let settleMs = 0;
       const replayed = await restoreTaskStores({
         taskId: task.id,
         partition: task.partition,
         stores,
         changelogTopics: plan.changelogTopics,
-        endOffset: (topic, partition) => this.settledEnd(task.id, topic, partition, cancelled),
+        endOffset: async (topic, partition) => {
+          const asked = clock();
+          try {
+            return await this.settledEnd(task.id, topic, partition, cancelled);
+          } finally {
+            settleMs += clock() - asked;
+          }
+        },
         reader: ports.changelogReader,
         onProgress: (p) => this.deps.onRestoreProgress(p),
         cancelled,
@@ -91,7 +101,7 @@ export class TaskOpener {
       task.markRunning();
       for (const tp of task.sourcePartitions) ports.consumer.seek({ ...tp, offset: offsets.get(tp.topic) ?? 0 });
       ports.consumer.resume(task.sourcePartitions);
-      this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), restoreMs: this.deps.clock() - started }, 'task running');
+      this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), restoreMs: clock() - started, settleMs }, 'task running');
     } catch (error) {
       await discardProducer(producer);
       throw error;
