@@ -441,4 +441,3 @@ export class StorePartition implements KeyValueStorePartition {
     }
   }
 }
-

@@ -204,4 +204,3 @@ export class WriteBatch {
     return this.sorted().entries(undefined, []);
   }
 }
-

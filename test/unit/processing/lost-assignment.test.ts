@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { serdes } from '../../../src/store/serdes.js';
+import type { StreamTask } from '../../../src/processing/stream-task.js';
 import type { Harness } from './manager-harness.js';
 import { send } from './manager-harness.js';
 import { harnessesClosedAfterEach, waitFor } from './processing-fixture.js';
@@ -39,6 +40,21 @@ function holdCommit(h: Harness): { release: () => void; reached: () => boolean; 
   return { release, reached: () => reached, settled: () => settled };
 }
 
+/** Starts the task's commit, holds its Kafka commit under way, and reports the assignment lost meanwhile. */
+async function loseWhileCommitting(h: Harness, task: StreamTask): Promise<{ held: ReturnType<typeof holdCommit>; lost: Promise<void> }> {
+  const held = holdCommit(h);
+  h.manager.requestCommit(task);
+  await waitFor(held.reached);
+  return { held, lost: h.manager.onRevoked([TP], true) };
+}
+
+/** The member is back in its group with the partition: the task re-opens and runs. */
+async function assignAgain(h: Harness, task: StreamTask): Promise<void> {
+  h.ports.consumer.assign([TP]);
+  await h.manager.control.idle();
+  await waitFor(() => task.state === 'RUNNING');
+}
+
 describe('a lost assignment while the task\'s own transaction commits', () => {
   it('stops answering as active at once and rolls back after the commit: the store holds what Kafka committed, and the task counts on from it when assigned again', async () => {
     const h = await harnesses.startOnInput();
@@ -46,11 +62,7 @@ describe('a lost assignment while the task\'s own transaction commits', () => {
     send(h.broker, 'in', 0, 'a', 'x0');
     send(h.broker, 'in', 0, 'a', 'x1');
     await h.pump();
-    const held = holdCommit(h);
-    h.manager.requestCommit(task);
-    await waitFor(held.reached);
-
-    const lost = h.manager.onRevoked([TP], true);
+    const { held, lost } = await loseWhileCommitting(h, task);
     expect(task.state).toBe('SUSPENDED'); // no longer answers as active
     expect(task.revoked).toBe(true); // takes no records
     expect(h.manager.onBatch(TP, [])).toBe(false);
@@ -62,9 +74,7 @@ describe('a lost assignment while the task\'s own transaction commits', () => {
     expect(await h.counts('counts', 0)).toEqual(new Map([['a', 2]]));
     expect(task.producer).toBeNull(); // discarded once the commit had settled
 
-    h.ports.consumer.assign([TP]); // the member is back in its group with the partition
-    await h.manager.control.idle();
-    await waitFor(() => task.state === 'RUNNING');
+    await assignAgain(h, task);
     send(h.broker, 'in', 0, 'a', 'x2');
     await h.pump();
     await h.commitAll();
@@ -80,10 +90,7 @@ describe('a lost assignment while the task\'s own transaction commits', () => {
     await h.commitAll();
     send(h.broker, 'in', 0, 'a', 'x1');
     await h.pump();
-    const held = holdCommit(h);
-    h.manager.requestCommit(task);
-    await waitFor(held.reached);
-    const lost = h.manager.onRevoked([TP], true);
+    const { held, lost } = await loseWhileCommitting(h, task);
     h.failures.commit = true; // the new owner's InitProducerId fenced it, say
     held.release();
     await lost;
@@ -91,9 +98,7 @@ describe('a lost assignment while the task\'s own transaction commits', () => {
     expect(output(h)).toEqual([1]);
     expect(await h.counts('counts', 0)).toEqual(new Map([['a', 1]]));
     h.failures.commit = false;
-    h.ports.consumer.assign([TP]);
-    await h.manager.control.idle();
-    await waitFor(() => task.state === 'RUNNING');
+    await assignAgain(h, task);
     await h.pump(); // x1 again, from the committed offset
     await h.commitAll();
     expect(output(h)).toEqual([1, 2]);
@@ -110,10 +115,7 @@ describe('a lost assignment while the task\'s own transaction commits', () => {
       const transactionalId = task.producer!.transactionalId!;
       send(h.broker, 'in', 0, 'a', 'x0');
       await h.pump();
-      const held = holdCommit(h);
-      h.manager.requestCommit(task);
-      await waitFor(held.reached);
-      const lost = h.manager.onRevoked([TP], true);
+      const { held, lost } = await loseWhileCommitting(h, task);
       const fence = async (): Promise<void> => {
         h.broker.initProducer(transactionalId); // the partition's new owner opened the task
         held.release();
