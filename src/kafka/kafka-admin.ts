@@ -9,9 +9,10 @@
  */
 import type { Admin, Kafka } from 'kafkajs';
 import { IqgateError } from '../errors.js';
-import type { AdminPort, TopicSpec } from '../processing/ports.js';
+import type { AdminPort, GroupMembers, TopicSpec } from '../processing/ports.js';
 import { toIqgateError } from './kafka-errors.js';
 import { DetachedCluster } from './kafkajs-cluster.js';
+import { transactionalIdOfClientId } from './partition-owner-tracker.js';
 
 /** How long close() waits for a high-watermark call under way before it disconnects under it. */
 const CLOSE_WAIT_MS = 1_000;
@@ -78,6 +79,24 @@ export class KafkaAdmin implements AdminPort {
   }
 
   /** DeleteRecords: each partition's records before its offset. */
+  async groupMembers(groupId: string): Promise<GroupMembers> {
+    const admin = await this.ready();
+    try {
+      const { groups } = await admin.describeGroups([groupId]);
+      const group = groups.find((g) => g.groupId === groupId);
+      if (group === undefined) return { state: 'Dead', members: [] };
+      return {
+        state: group.state,
+        members: group.members.map((member) => {
+          const transactionalId = transactionalIdOfClientId(member.clientId);
+          return { memberId: member.memberId, clientId: member.clientId, ...(transactionalId === undefined ? {} : { transactionalId }) };
+        }),
+      };
+    } catch (error) {
+      throw toIqgateError(error, `describe group ${groupId}`);
+    }
+  }
+
   async deleteRecordsBefore(topic: string, offsets: ReadonlyMap<number, number>): Promise<void> {
     const admin = await this.ready();
     try {

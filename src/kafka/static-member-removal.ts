@@ -54,13 +54,43 @@ export const REMOVAL_DEADLINE_MS = 5_000;
  * Failures, and no answer within REMOVAL_DEADLINE_MS, are IqgateErrors; the member then leaves
  * when its session times out, as without this.
  */
-export async function removeStaticMember(kafka: Kafka, clientTag: string, groupId: string, groupInstanceId: string): Promise<void> {
+/** A removal whose connection and coordinator lookup start now, while the member still commits and closes. */
+export interface PreparedRemoval {
+  /** Sends the LeaveGroup (call once the member is closed); then disconnects. */
+  remove(): Promise<void>;
+  /** Not needed after all (the stop kept the member's place): disconnects. */
+  discard(): Promise<void>;
+}
+
+/**
+ * Connects and finds the group's coordinator at once, so that remove(), called once the member
+ * has committed and closed (a scale-down's stop), only sends the LeaveGroup: the partitions'
+ * new owners hear of the departure that much sooner. A failure here is only remembered: the
+ * removal's own attempts (and deadline) start from remove().
+ */
+export function prepareStaticMemberRemoval(kafka: Kafka, clientTag: string, groupId: string, groupInstanceId: string): PreparedRemoval {
   const detached = new DetachedCluster(kafka, `${clientTag}-leave`);
-  await removeThrough({
-    connect: () => detached.connect(),
-    coordinator: (group) => coordinatorOf(detached.cluster, group),
-    disconnect: () => detached.disconnect(),
-  }, groupId, groupInstanceId);
+  let connected: Promise<void> | null = detached.connect();
+  let found: Promise<CoordinatorBroker> | null = connected.then(() => coordinatorOf(detached.cluster, groupId));
+  connected.catch(() => undefined);
+  found.catch(() => undefined);
+  return {
+    remove: () => removeThrough({
+      // The prepared attempt first; a failed one, and every retry, asks again.
+      connect: () => {
+        const prepared = connected;
+        connected = null;
+        return prepared?.catch(() => detached.connect()) ?? detached.connect();
+      },
+      coordinator: (group) => {
+        const prepared = found;
+        found = null;
+        return prepared?.catch(() => coordinatorOf(detached.cluster, group)) ?? coordinatorOf(detached.cluster, group);
+      },
+      disconnect: () => detached.disconnect(),
+    }, groupId, groupInstanceId),
+    discard: () => detached.disconnect().catch(() => undefined),
+  };
 }
 
 export async function removeThrough(link: CoordinatorLink, groupId: string, groupInstanceId: string, deadlineMs = REMOVAL_DEADLINE_MS): Promise<void> {

@@ -133,6 +133,11 @@ export interface GroupConsumerPort {
    */
   stop(options?: ConsumerStopOptions): Promise<void>;
   /**
+   * A stop with these options comes soon (the runtime's last commits run first): the adapter
+   * may get ready for it meanwhile, e.g. connect for a static member's removal. Optional.
+   */
+  prepareStop?(options: ConsumerStopOptions): void;
+  /**
    * The whole group's partition → URL map as of the last completed rebalance (learned in the
    * background after each join; empty until then). Optional: in-memory fakes may omit it.
    */
@@ -256,9 +261,23 @@ export interface AdminPort {
    * holds the partition's stable end back.
    */
   highWatermarks(topic: string): Promise<Map<number, number>>;
+  /** The consumer group's members as its coordinator describes them (join-warmup.ts); absent where the adapter cannot. */
+  groupMembers?(groupId: string): Promise<GroupMembers>;
   /** Deletes the records of each partition before its offset (Kafka's DeleteRecords); absent where the adapter cannot. */
   deleteRecordsBefore?(topic: string, offsets: ReadonlyMap<number, number>): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A consumer group as DescribeGroups shows it. */
+export interface GroupMembers {
+  /** The group's state: Stable, PreparingRebalance, CompletingRebalance, Empty, Dead. */
+  readonly state: string;
+  readonly members: ReadonlyArray<{
+    readonly memberId: string;
+    readonly clientId: string;
+    /** The transactional id the member advertises in its client id (librdkafka), if any. */
+    readonly transactionalId?: string;
+  }>;
 }
 
 export interface ChangelogChunk {

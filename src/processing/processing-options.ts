@@ -66,6 +66,14 @@ export const processingOptionsSchema = z.object({
   numStandbyReplicas: z.number().int().min(0).max(16).default(0),
   /** How often a standby reads its changelogs' ends and catches up to them (ms). */
   standbyPollMs: z.number().int().min(10).max(60_000).default(100),
+  /**
+   * Warm joins (join-warmup.ts): an instance joining a group whose members already run the
+   * application first tails every task's changelogs, as a standby, for at most this long
+   * (ms), and joins once each is within acceptableRecoveryLag; 0 joins at once.
+   */
+  warmupTimeoutMs: z.number().int().min(0).max(3_600_000).default(60_000),
+  /** Records behind its changelog's end within which a warming task counts as caught up (Kafka Streams' acceptable.recovery.lag). */
+  acceptableRecoveryLag: z.number().int().min(0).default(10_000),
 });
 
 export type ProcessingOptionsInput = z.input<typeof processingOptionsSchema>;

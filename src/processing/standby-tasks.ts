@@ -62,6 +62,8 @@ export interface StandbyTasksDeps {
   readonly isActive: (taskId: string) => boolean;
   /** Where the standbys' store partitions are registered for queries while open. */
   readonly registry?: StoreRegistry;
+  /** Whether an active task is opening here (polls wait for it). */
+  readonly activeOpening?: () => boolean;
   /** A standby's refresh applied `records` changelog records. */
   readonly onApplied?: (taskId: string, records: number) => void;
 }
@@ -75,6 +77,8 @@ class StandbyTask implements StandbyTaskView {
   caughtUpAt: number | null = null;
   /** The failure of its last refresh has been logged (once per streak). */
   warned = false;
+  /** A refresh has caught it up to ends read at a poll at least once (catchUp). */
+  refreshed = false;
 
   private readonly createdAt: number;
 
@@ -105,7 +109,8 @@ export class StandbyTasks {
   private readonly tasks = new Map<string, StandbyTask>();
   private readonly planById: ReadonlyMap<number, SubTopologyPlan>;
   private timer: NodeJS.Timeout | null = null;
-  private polling = false;
+  /** The poll round under way: a second poll asked meanwhile waits for it instead of starting one. */
+  private round: Promise<void> | null = null;
   private stopped = false;
   /** Tells apart the standbys of one id over time: a queued open of a released one never merges with its successor's. */
   private serial = 0;
@@ -155,18 +160,51 @@ export class StandbyTasks {
     });
   }
 
-  /** No more polls; every standby is released (the caller waits for the control queue). */
-  stop(): void {
+  /** No more polls; the standbys stay open until stop() (a graceful stop commits the active tasks first). */
+  pause(): void {
     this.stopped = true;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+  }
+
+  /** No more polls; every standby is released (the caller waits for the control queue). */
+  stop(): void {
+    this.pause();
     for (const id of [...this.tasks.keys()]) this.release(id);
   }
 
-  /** One round: follow the placement, then read every open standby's changelog ends and catch it up to them. */
-  async poll(): Promise<void> {
-    if (this.polling || this.stopped) return;
-    this.polling = true;
+  /** One round: follow the placement, then read every open standby's changelog ends and queue its catch-up to them. */
+  poll(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    this.round ??= this.pollRound().finally(() => {
+      this.round = null;
+    });
+    return this.round;
+  }
+
+  /**
+   * One poll round and the catch-ups it queued, then where the wanted standbys stand: how many
+   * there are, how many are open and caught up once, and the largest lag (offsets behind the
+   * ends that round read) among those. The warm-up before a join (join-warmup.ts) repeats it.
+   */
+  async catchUp(): Promise<{ readonly wanted: number; readonly ready: number; readonly behind: number }> {
+    await this.poll();
+    await this.deps.control.idle();
+    let ready = 0;
+    let behind = 0;
+    for (const task of this.tasks.values()) {
+      if (task.stores === null || !task.refreshed) continue;
+      ready += 1;
+      behind = Math.max(behind, task.offsetsBehind());
+    }
+    return { wanted: this.tasks.size, ready, behind };
+  }
+
+  private async pollRound(): Promise<void> {
+    // Active tasks restore first (as Kafka Streams updates standbys only once no active task
+    // restores): a task opening after a rebalance does not share the control queue and the
+    // admin client with a round of standby refreshes and placement changes.
+    if (this.deps.activeOpening?.() === true) return;
     try {
       this.reconcile();
       const open = [...this.tasks.values()].filter((task) => task.stores !== null);
@@ -184,8 +222,6 @@ export class StandbyTasks {
       }
     } catch (error) {
       this.deps.logger.debug({ err: error }, 'standby poll failed (reading changelog ends); the next poll tries again');
-    } finally {
-      this.polling = false;
     }
   }
 
@@ -224,7 +260,8 @@ export class StandbyTasks {
   /** Replays the changelogs from the stored offsets to the ends read at the last poll. */
   private async refresh(task: StandbyTask): Promise<void> {
     const stores = task.stores;
-    if (task.released || stores === null) return;
+    // Paused or stopped: a graceful stop's last commit waits for the control queue, not for standbys.
+    if (task.released || stores === null || this.stopped) return;
     try {
       let applied = 0;
       await restoreTaskStores({
@@ -240,13 +277,14 @@ export class StandbyTasks {
         onProgress: (progress) => {
           if (progress.done) applied += progress.restored;
         },
-        cancelled: () => task.released,
+        cancelled: () => task.released || this.stopped,
       });
       if (task.offsetsBehind() <= 0) task.caughtUpAt = this.deps.clock();
+      task.refreshed = true;
       task.warned = false;
       if (applied > 0) this.deps.onApplied?.(task.id, applied);
     } catch (error) {
-      if (error instanceof RestoreCancelled || task.released) return;
+      if (error instanceof RestoreCancelled || task.released || this.stopped) return;
       if (!task.warned) this.deps.logger.warn({ taskId: task.id, err: error }, 'a standby task could not catch up; it tries again at the next poll');
       task.warned = true;
     }

@@ -17,6 +17,7 @@ import type { ConsumerHandlers, InputRecord, TopicPartition } from './ports.js';
 import { FatalTaskError, StreamTask } from './stream-task.js';
 import { planSubTopologies, sinkTopicsOf, type SubTopologyPlan } from './sub-topology-plan.js';
 import { StandbyTasks, type StandbyTaskView } from './standby-tasks.js';
+import { tasksWithState, warmUp, type WarmupOutcome } from './join-warmup.js';
 import { StoreRegistry } from './store-registry.js';
 import { TaskOpener } from './task-opener.js';
 import { TaskRecovery } from './task-recovery.js';
@@ -62,8 +63,10 @@ export class TaskManager implements ConsumerHandlers {
    * with KIP-447 fencing), or a commit per task (per-task transactions on kafkajs, at-least-once).
    */
   private readonly commits: CommitStrategy;
-  /** Standby replicas kept here (numStandbyReplicas > 0 with a placement), else null. */
+  /** Standby replicas kept here (numStandbyReplicas > 0 with a placement, or warm joins), else null. */
   private readonly standbys: StandbyTasks | null;
+  /** The tasks warming up for a join (warmUp), until an assignment gives this instance tasks. */
+  private warming: ReadonlyArray<{ readonly subTopology: number; readonly partition: number }> | null = null;
   /** Every store partition open here, active and standby, for the query layer. */
   readonly stores = new StoreRegistry();
 
@@ -139,8 +142,9 @@ export class TaskManager implements ConsumerHandlers {
       processing: this.processing, stores: this.stores, logger: deps.logger,
       releaseStandby: (taskId) => this.standbys?.release(taskId),
     });
-    const placement = deps.standbyPlacement;
-    this.standbys = options.numStandbyReplicas === 0 || placement === undefined ? null : new StandbyTasks({
+    const placement = options.numStandbyReplicas === 0 ? undefined : deps.standbyPlacement;
+    const hasState = this.plans.some((plan) => plan.changelogTopics.size > 0);
+    this.standbys = placement === undefined && (options.warmupTimeoutMs === 0 || !hasState) ? null : new StandbyTasks({
       plans: this.plans,
       engine: deps.engine,
       admin: deps.ports.admin,
@@ -149,8 +153,10 @@ export class TaskManager implements ConsumerHandlers {
       logger: deps.logger,
       clock: this.clock,
       pollMs: options.standbyPollMs,
-      wanted: placement,
+      // While warming up for a join, every task with state; then the placement's (join-warmup.ts).
+      wanted: () => this.warming ?? placement?.() ?? [],
       isActive: (taskId) => this.tasks.has(taskId),
+      activeOpening: () => this.anyOpening(),
       registry: this.stores,
     });
   }
@@ -236,6 +242,29 @@ export class TaskManager implements ConsumerHandlers {
 
   onAssignment(assignment: readonly TopicPartition[]): void {
     this.assignment.assign(assignment);
+    // The warm standbys the placement does not want go at the next poll: the assignment's
+    // tasks have released theirs (TaskAssignment) and open on their stores.
+    if (assignment.length > 0) this.warming = null;
+  }
+
+  /**
+   * Before the consumer joins: tails every task with state (`partitionsOfStore`: each store's
+   * partition count) as a standby until each is within acceptableRecoveryLag of its changelog's
+   * end, or warmupTimeoutMs (join-warmup.ts). Resolves with where it got; never throws.
+   */
+  async warmUp(partitionsOfStore: ReadonlyMap<string, number>, cancelled: () => boolean): Promise<WarmupOutcome | null> {
+    const standbys = this.standbys;
+    const { options } = this.deps;
+    if (standbys === null || options.warmupTimeoutMs === 0) return null;
+    this.warming = tasksWithState(this.plans, partitionsOfStore);
+    return warmUp({
+      round: () => standbys.catchUp(),
+      timeoutMs: options.warmupTimeoutMs,
+      acceptableLag: options.acceptableRecoveryLag,
+      clock: this.clock,
+      cancelled: () => cancelled() || this.stopping,
+      pauseMs: options.standbyPollMs,
+    });
   }
 
   private createTask(plan: SubTopologyPlan, partition: number): StreamTask {
@@ -266,6 +295,11 @@ export class TaskManager implements ConsumerHandlers {
     });
   }
 
+  private anyOpening(): boolean {
+    for (const task of this.tasks.values()) if (task.state === 'CREATED' || task.state === 'RESTORING') return true;
+    return false;
+  }
+
   private scheduleLoop(): void {
     this.processing.schedule();
   }
@@ -289,7 +323,7 @@ export class TaskManager implements ConsumerHandlers {
   /** Stops taking fetched records and scheduling commits (the interval timer, the uncommitted-bytes limit). */
   private stopScheduling(): void {
     if (!this.failed) this.moveTo('STOPPING');
-    this.standbys?.stop();
+    this.standbys?.pause();
     if (this.commitTimer !== null) clearInterval(this.commitTimer);
     this.unsubscribeCommitNeeded?.();
   }
@@ -313,6 +347,7 @@ export class TaskManager implements ConsumerHandlers {
   async closeAll(): Promise<void> {
     this.stopScheduling();
     this.recovery.clearRetryTimers();
+    this.standbys?.stop();
     for (const task of this.tasks.values()) void this.ops.requestClose(task, false);
     await this.control.idle();
     this.assignment.clear();
@@ -326,6 +361,7 @@ export class TaskManager implements ConsumerHandlers {
     this.stopScheduling();
     this.moveTo('FAILED');
     this.recovery.clearRetryTimers();
+    this.standbys?.stop();
   }
 
   /** What the query layer needs: each local task with its state and stores. */

@@ -56,6 +56,8 @@ export class TaskOpener {
   async open(task: StreamTask, plan: SubTopologyPlan, cancelled: () => boolean): Promise<void> {
     const { options, ports, engine } = this.deps;
     let producer: TaskProducer | null = null;
+    const { clock } = this.deps;
+    const opened = clock();
     try {
       const exactlyOnce = options.processingGuarantee === 'exactly_once';
       producer = this.deps.createProducer?.(plan, task)
@@ -65,6 +67,7 @@ export class TaskOpener {
       const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
       task.attach(producer, stores);
       producer = null;
+      const storesMs = clock() - opened;
       // The committed offsets first, then the changelog's end (settledEnd): with the instance's
       // transaction (exactly-once v2) nothing here completes the previous owner's last
       // transaction (an InitProducerId of the task's own transactional id does, v1); reading the
@@ -75,7 +78,6 @@ export class TaskOpener {
         const committed = await this.committed.get(topic, task.partition);
         offsets.set(topic, committed ?? (await this.beginnings.get(topic)).get(task.partition) ?? 0);
       }
-      const { clock } = this.deps;
       const started = clock();
       // How much of the restore was waiting for the changelog's end to settle (in the log line).
       let settleMs = 0;
@@ -101,7 +103,9 @@ export class TaskOpener {
       task.markRunning();
       for (const tp of task.sourcePartitions) ports.consumer.seek({ ...tp, offset: offsets.get(tp.topic) ?? 0 });
       ports.consumer.resume(task.sourcePartitions);
-      this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), restoreMs: clock() - started, settleMs }, 'task running');
+      const now = clock();
+      // Where the open went: producer and stores, then the committed offsets, then the restore (of which settleMs waited for the changelog's end).
+      this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), openMs: now - opened, storesMs, restoreMs: now - started, settleMs }, 'task running');
     } catch (error) {
       await discardProducer(producer);
       throw error;

@@ -12,7 +12,8 @@ import { selectKafkaClient } from '../kafka/select-kafka-client.js';
 import type { KafkaPorts } from '../processing/ports.js';
 import { planSubTopologies } from '../processing/sub-topology-plan.js';
 import type { Topology } from '../processing/topology.js';
-import { groupMemberOptions } from './group-member-file.js';
+import type { GroupSelf } from '../processing/join-warmup.js';
+import { groupMemberOptions, readGroupMember } from './group-member-file.js';
 import { instanceIdFor } from './instance-id.js';
 import { sourceTopicGroups } from './prepare-topics.js';
 import type { RuntimeOptions } from './runtime-options.js';
@@ -96,4 +97,15 @@ export function createRuntimePorts({ options: o, topology, advertisedUrl, logger
       ...(o.stateDir === undefined ? {} : groupMemberOptions(o.stateDir, o.applicationId, logger)),
     },
   });
+}
+
+/**
+ * What tells this instance among its group's members (join-warmup.ts): the transactional id a
+ * librdkafka member advertises (its instance id, kept in the state directory), and the member
+ * id a kafkajs member recorded there. Without a state directory every start is a new instance.
+ */
+export function groupSelfOf(o: RuntimeOptions): GroupSelf {
+  if (o.stateDir === undefined) return {};
+  const previousMemberId = readGroupMember(o.stateDir, o.applicationId);
+  return { transactionalId: `${o.applicationId}-${instanceIdFor(o.stateDir)}`, ...(previousMemberId === undefined ? {} : { previousMemberId }) };
 }

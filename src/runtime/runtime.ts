@@ -25,7 +25,8 @@ import type { Topology } from '../processing/topology.js';
 import { createInMemoryStoreEngine, openLevelStoreEngine } from '../store/index.js';
 import type { Serde, StoreEngine } from '../store/types.js';
 import { crashHookFromEnv } from './crash-points.js';
-import { createRuntimePorts } from './kafka-wiring.js';
+import { createRuntimePorts, groupSelfOf } from './kafka-wiring.js';
+import { decideWarmup } from '../processing/join-warmup.js';
 import { prepareTopics, sourceTopicGroups } from './prepare-topics.js';
 import { ProcessingMetrics, type ProcessingMetricsSnapshot } from './processing-metrics.js';
 import { RuntimeMonitor } from './runtime-monitor.js';
@@ -240,6 +241,9 @@ export class Runtime {
       });
       this.manager = manager;
       manager.start();
+      await this.warmUpBeforeJoin(ports, manager);
+      timings.warmedUp = Date.now();
+      if (this.stopRequested) return;
       this.consumerRun = ports.consumer.run({
         onBatch: (tp, records) => manager.onBatch(tp, records),
         onAssignment: (assignment) => {
@@ -365,8 +369,10 @@ export class Runtime {
       return;
     }
     if (this.state === 'STARTING' && this.consumerRun === null) {
-      // still preparing topics: the start-up retry gives up at the next wake-up
+      // still preparing topics (the start-up retry gives up at the next wake-up) or warming up
+      // for the join (its standbys close first)
       this.transition('STOPPING');
+      await this.manager?.closeAll();
       await this.release();
       this.transition('STOPPED');
       this.resolveDone();
@@ -396,13 +402,27 @@ export class Runtime {
 
   private async shutdown(how: ShutdownMode): Promise<void> {
     const manager = this.manager;
+    const started = Date.now();
+    // Where a stop's time goes (a scale-down's moved partitions wait for the first two).
+    const phasesMs: Record<string, number> = {};
+    const mark = (phase: string, since: number): number => {
+      const now = Date.now();
+      phasesMs[phase] = now - since;
+      return now;
+    };
+    let at = started;
     if (manager !== null) {
+      this.ports?.consumer.prepareStop?.({ leaveGroup: how.leaveGroup });
       if (how.commit) await manager.commitAll();
-      this.logger.debug({ commit: how.commit }, 'stopping: commits done; closing the consumer');
+      at = mark('commit', at);
       await this.ports?.consumer.stop({ leaveGroup: how.leaveGroup }).catch((error: unknown) => this.logger.warn({ err: error }, 'consumer stop failed'));
+      at = mark('consumer', at);
       await manager.closeAll();
+      at = mark('tasks', at);
     }
     await this.release();
+    mark('clients', at);
+    this.logger.info({ leaveGroup: how.leaveGroup, ms: Date.now() - started, phasesMs }, 'stopped');
   }
 
   private async release(): Promise<void> {
@@ -468,6 +488,31 @@ export class Runtime {
    */
   partitionOwners(): TaskOwner[] {
     return this.locator.partitionOwners();
+  }
+
+  /**
+   * A warm join (join-warmup.ts): when the group already has members other than this instance,
+   * every task with state is tailed here first, so the tasks the group moves here replay only
+   * the tail. Any failure to describe the group joins at once.
+   */
+  private async warmUpBeforeJoin(ports: KafkaPorts, manager: TaskManager): Promise<void> {
+    const o = this.options;
+    if (o.warmupTimeoutMs === 0) return;
+    const group = ports.admin.groupMembers === undefined ? null : await ports.admin.groupMembers(o.applicationId).catch((error: unknown) => {
+      this.logger.warn({ err: error }, 'describing the consumer group failed; joining without a warm-up');
+      return null;
+    });
+    const decision = decideWarmup(group, groupSelfOf(o), this.partitionsOfStore.size > 0);
+    if (!decision.warm) {
+      this.logger.info({ reason: decision.reason }, 'joining the group without a warm-up');
+      return;
+    }
+    this.logger.info({ members: decision.members, warmupTimeoutMs: o.warmupTimeoutMs, acceptableRecoveryLag: o.acceptableRecoveryLag }, 'warming up every task with state before joining the group');
+    const outcome = await manager.warmUp(this.partitionsOfStore, () => this.stopRequested);
+    if (outcome === null) return;
+    const figures = { tasks: outcome.wanted, ready: outcome.ready, behind: outcome.behind, ms: outcome.ms };
+    if (outcome.timedOut && !this.stopRequested) this.logger.warn(figures, 'warm-up timed out; joining the group with tasks still behind');
+    else this.logger.info(figures, 'warm-up done; joining the group');
   }
 
   /** The tasks this instance keeps standbys of, as placed over the owner map (standby-placement.ts). */
@@ -576,6 +621,8 @@ export interface StartupTimings {
   start?: number;
   storeOpened?: number;
   topicsReady?: number;
+  /** The warm-up before the join done (or skipped): join-warmup.ts. */
+  warmedUp?: number;
   consumerRunning?: number;
   assigned?: number;
   tasksRunning?: number;

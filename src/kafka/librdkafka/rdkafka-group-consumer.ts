@@ -32,6 +32,7 @@ import { DEFAULT_HEARTBEAT_INTERVAL_MS, type GroupSettings } from '../group-sett
 import type { GroupDescription } from 'kafkajs';
 import type { PartitionOwner } from '../../processing/ports.js';
 import type { KafkaLogSink } from '../kafka-client.js';
+import type { PreparedRemoval } from '../static-member-removal.js';
 import { advertisingClientId, PartitionOwnerTracker, withTransactionalId } from '../partition-owner-tracker.js';
 import { rdkafkaSecurity, type KafkaSecurity } from '../kafka-security.js';
 import type { RdkafkaModule } from './native.js';
@@ -50,9 +51,10 @@ export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   readonly groupInstanceId?: string;
   /**
    * Takes the static member with this instance id out of the group (static-member-removal.ts),
-   * for stop({ leaveGroup: true }): librdkafka sends no LeaveGroup for a static member.
+   * for stop({ leaveGroup: true }): librdkafka sends no LeaveGroup for a static member. Made
+   * at prepareStop (it connects while the last commits run), else at the stop.
    */
-  readonly removeStaticMember?: (groupInstanceId: string) => Promise<void>;
+  readonly prepareStaticMemberRemoval?: (groupInstanceId: string) => PreparedRemoval;
   /** Records per consume() call (default 500: turning them into JavaScript objects is one synchronous stretch). */
   readonly batchSize?: number;
   readonly log?: KafkaLogSink;
@@ -72,9 +74,10 @@ export interface RdkafkaGroupConsumerOptions extends GroupSettings {
   readonly coPartitioned?: boolean;
   readonly onOwnersError?: (error: unknown) => void;
   /**
-   * The instance's transactional id (exactly-once v2), advertised in the client id beside the
-   * URL, so that the others can fence it if this member leaves the group without ending its
-   * transaction (../departed-member-fencer.ts); needs advertisedUrl.
+   * The instance's transactional id (exactly-once v2; its instance id), advertised in the
+   * client id before the URL, so that the others can fence it if this member leaves the group
+   * without ending its transaction (../departed-member-fencer.ts), and so that this instance,
+   * restarting, tells itself among the members (../../processing/join-warmup.ts).
    */
   readonly advertisedTransactionalId?: string;
   /** Every member's client id from each Stable description of the group (with advertisedUrl). */
@@ -109,6 +112,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   private running = false;
   private stopping = false;
   private stopped: Promise<void> | null = null;
+  /** A static member's removal made ready by prepareStop. */
+  private removal: PreparedRemoval | null = null;
   private readonly assigned = new Map<string, TopicPartition>();
   private consumeSeq = 0;
   /** Partitions the task manager paused. */
@@ -152,10 +157,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     }
     this.consumer = new rd.KafkaConsumer({
       'bootstrap.servers': options.brokers.join(','),
-      'client.id': options.advertisedUrl === undefined ? options.clientId : advertisingClientId(
-        options.advertisedTransactionalId === undefined ? options.clientId : withTransactionalId(options.clientId, options.advertisedTransactionalId),
-        options.advertisedUrl,
-      ),
+      'client.id': clientIdOf(options),
       ...rdkafkaSecurity(options.security),
       'group.id': options.groupId,
       ...(options.groupInstanceId === undefined ? {} : { 'group.instance.id': options.groupInstanceId }),
@@ -513,6 +515,16 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     }
   }
 
+  prepareStop(options: ConsumerStopOptions): void {
+    this.removal ??= this.staticRemoval(options);
+  }
+
+  private staticRemoval(options: ConsumerStopOptions): PreparedRemoval | null {
+    const instanceId = this.options.groupInstanceId;
+    if (options.leaveGroup !== true || instanceId === undefined || this.options.prepareStaticMemberRemoval === undefined) return null;
+    return this.options.prepareStaticMemberRemoval(instanceId);
+  }
+
   /** The first call decides whether a static member leaves; later calls wait for its stop. */
   stop(options: ConsumerStopOptions = {}): Promise<void> {
     this.stopped ??= this.close(options);
@@ -524,6 +536,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     this.running = false;
     if (this.ownersTimer !== null) clearInterval(this.ownersTimer);
     this.owners?.stop();
+    const started = Date.now();
     await this.loopDone;
     await new Promise<void>((resolve) => {
       if (!this.consumer.isConnected()) {
@@ -532,12 +545,20 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       }
       this.consumer.disconnect(() => resolve());
     });
-    // Only once closed: a member that still heartbeats would join the group again.
-    const instanceId = this.options.groupInstanceId;
-    if (options.leaveGroup === true && instanceId !== undefined && this.options.removeStaticMember !== undefined) {
-      await this.options.removeStaticMember(instanceId);
-    }
+    const closed = Date.now();
+    // Only once closed: a member that still heartbeats would join the group again. A removal
+    // prepared for a stop that then came without leaveGroup is dropped (it only connected).
+    const removal = this.removal ?? this.staticRemoval(options);
+    if (options.leaveGroup === true) await removal?.remove();
+    else await removal?.discard();
+    this.options.log?.info({ closeMs: closed - started, leaveMs: Date.now() - closed }, 'librdkafka: consumer closed');
   }
+}
+
+/** The consumer's client id, with the transactional id and the URL it advertises (partition-owner-tracker.ts). */
+function clientIdOf(options: RdkafkaGroupConsumerOptions): string {
+  const base = options.advertisedTransactionalId === undefined ? options.clientId : withTransactionalId(options.clientId, options.advertisedTransactionalId);
+  return options.advertisedUrl === undefined ? base : advertisingClientId(base, options.advertisedUrl);
 }
 
 function key(topic: string, partition: number): string {

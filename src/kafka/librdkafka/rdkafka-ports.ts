@@ -12,7 +12,7 @@ import type { AdminPort, KafkaPorts } from '../../processing/ports.js';
 import { KafkaChangelogReader } from '../changelog-reader.js';
 import { createKafka, type KafkaClientOptions } from '../kafka-client.js';
 import { KafkaAdmin } from '../kafka-admin.js';
-import { removeStaticMember } from '../static-member-removal.js';
+import { prepareStaticMemberRemoval } from '../static-member-removal.js';
 import { createTaskProducerFactory } from '../task-producer-factory.js';
 import { DepartedMemberFencer } from '../departed-member-fencer.js';
 import type { RdkafkaModule } from './native.js';
@@ -20,7 +20,7 @@ import { RdkafkaGroupConsumer, type RdkafkaGroupConsumerOptions } from './rdkafk
 import { RdkafkaStreamProducer } from './rdkafka-stream-producer.js';
 
 export interface RdkafkaPortsOptions extends KafkaClientOptions {
-  readonly consumer: Omit<RdkafkaGroupConsumerOptions, 'brokers' | 'clientId' | 'log' | 'removeStaticMember' | 'security'>;
+  readonly consumer: Omit<RdkafkaGroupConsumerOptions, 'brokers' | 'clientId' | 'log' | 'prepareStaticMemberRemoval' | 'security'>;
   /** The instance's transactional id (exactly-once v2). */
   readonly transactionalId: string;
   readonly transactionTimeoutMs?: number;
@@ -63,12 +63,15 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
   });
   const consumer = new RdkafkaGroupConsumer(rd, {
     ...options.consumer,
-    ...(fencer === null ? {} : { advertisedTransactionalId: options.transactionalId, onGroupMembers: (clientIds: readonly string[]) => fencer.observe(clientIds) }),
+    // A static member also names its transactional id (its instance id) in its client id: a
+    // joining instance tells from the group's description that it is this one restarting (join-warmup.ts).
+    ...(fencer === null && options.consumer.groupInstanceId === undefined ? {} : { advertisedTransactionalId: options.transactionalId }),
+    ...(fencer === null ? {} : { onGroupMembers: (clientIds: readonly string[]) => fencer.observe(clientIds) }),
     brokers: options.brokers,
     clientId: options.clientId,
     ...(options.security === undefined ? {} : { security: options.security }),
     ...(options.clientProperties?.consumer === undefined ? {} : { properties: options.clientProperties.consumer }),
-    removeStaticMember: (instanceId) => removeStaticMember(kafka, options.clientId, options.consumer.groupId, instanceId),
+    prepareStaticMemberRemoval: (instanceId) => prepareStaticMemberRemoval(kafka, options.clientId, options.consumer.groupId, instanceId),
     ...(describer === undefined ? {} : { describeGroup }),
     ...(options.log === undefined ? {} : { log: options.log }),
   });
@@ -101,6 +104,7 @@ export function createRdkafkaPorts(rd: RdkafkaModule, options: RdkafkaPortsOptio
     // Its own Cluster, metadata and queue (KafkaAdmin): nothing to share the chain with.
     highWatermarks: (topic) => kafkaAdmin.highWatermarks(topic),
     deleteRecordsBefore: (topic, offsets) => serial(() => kafkaAdmin.deleteRecordsBefore(topic, offsets)),
+    groupMembers: (groupId) => serial(() => kafkaAdmin.groupMembers(groupId)),
     close: () => kafkaAdmin.close(),
     async committedOffsets(groupId, topic, partitions) {
       // Before the consumer runs (nothing of this instance can be in a transaction yet), or for
