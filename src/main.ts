@@ -42,6 +42,10 @@
  *                                once (a scale-down) or keeps its place for a restart (librdkafka)
  *   IQGATE_NUM_STANDBY_REPLICAS  standby replicas of each task on other instances (default: the
  *                                module's, else 0); needs IQGATE_ADVERTISED_URL on every instance
+ *   IQGATE_WARMUP_TIMEOUT_MS     how long an instance joining a running group first tails every
+ *                                task's changelogs (default 60000; 0 joins at once)
+ *   IQGATE_ACCEPTABLE_RECOVERY_LAG  records behind within which a warming task counts as caught
+ *                                up (default 10000)
  *   IQGATE_ANONYMOUS, IQGATE_API_KEYS_FILE, IQGATE_JWT_*, IQGATE_CLUSTER_SECRET_FILE,
  *   IQGATE_CORS_ORIGINS, IQGATE_PRODUCTION, IQGATE_RATE_LIMIT, IQGATE_TLS_CERT_FILE/KEY_FILE
  *                                who may call the gateway and how: src/gateway-env.ts,
@@ -95,6 +99,8 @@ export const envSchema = z.object({
   IQGATE_KAFKA_CLIENT: z.enum(KAFKA_CLIENTS).optional(),
   IQGATE_LEAVE_GROUP_ON_STOP: z.enum(['true', 'false']).optional(),
   IQGATE_NUM_STANDBY_REPLICAS: z.coerce.number().int().min(0).max(16).optional(),
+  IQGATE_WARMUP_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).optional(),
+  IQGATE_ACCEPTABLE_RECOVERY_LAG: z.coerce.number().int().min(0).optional(),
   // What a record that cannot be read (deserialization) or processed (a processor threw) does.
   IQGATE_DESERIALIZATION_ERRORS: errorPolicySchema.optional(),
   IQGATE_PROCESSING_ERRORS: errorPolicySchema.optional(),
@@ -187,6 +193,8 @@ export async function main(): Promise<void> {
       ...(env.IQGATE_ADVERTISED_URL === undefined ? {} : { advertisedUrl: env.IQGATE_ADVERTISED_URL }),
       ...(env.IQGATE_LEAVE_GROUP_ON_STOP === undefined ? {} : { leaveGroupOnStop: env.IQGATE_LEAVE_GROUP_ON_STOP === 'true' }),
       ...(env.IQGATE_NUM_STANDBY_REPLICAS === undefined ? {} : { numStandbyReplicas: env.IQGATE_NUM_STANDBY_REPLICAS }),
+      ...(env.IQGATE_WARMUP_TIMEOUT_MS === undefined ? {} : { warmupTimeoutMs: env.IQGATE_WARMUP_TIMEOUT_MS }),
+      ...(env.IQGATE_ACCEPTABLE_RECOVERY_LAG === undefined ? {} : { acceptableRecoveryLag: env.IQGATE_ACCEPTABLE_RECOVERY_LAG }),
       ...(kafkaSecurity === undefined ? {} : { kafkaSecurity }),
       ...(env.IQGATE_DESERIALIZATION_ERRORS === undefined ? {} : { deserializationErrors: env.IQGATE_DESERIALIZATION_ERRORS }),
       ...(env.IQGATE_PROCESSING_ERRORS === undefined ? {} : { processingErrors: env.IQGATE_PROCESSING_ERRORS }),
@@ -222,7 +230,7 @@ export async function main(): Promise<void> {
 }
 
 /** What the environment decides, for the demo and for IQGATE_APP alike. */
-type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop' | 'numStandbyReplicas' | 'deserializationErrors' | 'processingErrors' | 'deadLetterTopic'> & Pick<RuntimeConfig, 'logger'> & {
+type CommonOptions = Pick<RuntimeOptionsInput, 'processingGuarantee' | 'logLevel' | 'advertisedUrl' | 'leaveGroupOnStop' | 'numStandbyReplicas' | 'warmupTimeoutMs' | 'acceptableRecoveryLag' | 'deserializationErrors' | 'processingErrors' | 'deadLetterTopic'> & Pick<RuntimeConfig, 'logger'> & {
   /** Validated already (kafkaSecurityFromEnv): the setup admin client takes it as it is. */
   readonly kafkaSecurity?: KafkaSecurity;
   readonly brokers: string[];
