@@ -96,3 +96,39 @@ export async function warmUp(loop: WarmupLoop): Promise<WarmupOutcome> {
     await new Promise((resolve) => setTimeout(resolve, Math.min(loop.pauseMs, Math.max(0, loop.timeoutMs - elapsed))));
   }
 }
+
+type TaskRef = { readonly subTopology: number; readonly partition: number };
+
+/** How long warm copies outlive an empty first assignment. */
+const KEEP_WARM_AFTER_EMPTY_ASSIGNMENT_MS = 30_000;
+
+/**
+ * Which tasks are kept warm for a join, and until when: all of them from begin(); the first
+ * assignment that brings this instance tasks ends it (those tasks release their standbys and open
+ * on their stores; the next poll lets the others go, unless the standby placement wants them).
+ * An empty assignment — a cooperative join's first round, or a group with more members than
+ * tasks — leaves them warm for KEEP_WARM_AFTER_EMPTY_ASSIGNMENT_MS more: a later round may still
+ * bring tasks, but a member given nothing does not tail every changelog for ever.
+ */
+export class JoinWarmth {
+  private tasks: readonly TaskRef[] | null = null;
+  private endsAt: number | null = null;
+
+  constructor(private readonly clock: () => number) {}
+
+  begin(tasks: readonly TaskRef[]): void {
+    this.tasks = tasks;
+    this.endsAt = null;
+  }
+
+  assigned(count: number): void {
+    if (count > 0) this.tasks = null;
+    else if (this.tasks !== null) this.endsAt ??= this.clock() + KEEP_WARM_AFTER_EMPTY_ASSIGNMENT_MS;
+  }
+
+  /** The tasks to keep warm now; null once the warm-up is over. */
+  wanted(): readonly TaskRef[] | null {
+    if (this.tasks !== null && this.endsAt !== null && this.clock() >= this.endsAt) this.tasks = null;
+    return this.tasks;
+  }
+}

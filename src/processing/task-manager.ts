@@ -17,7 +17,7 @@ import type { ConsumerHandlers, InputRecord, TopicPartition } from './ports.js';
 import { FatalTaskError, StreamTask } from './stream-task.js';
 import { planSubTopologies, sinkTopicsOf, type SubTopologyPlan } from './sub-topology-plan.js';
 import { StandbyTasks, type StandbyTaskView } from './standby-tasks.js';
-import { tasksWithState, warmUp, type WarmupOutcome } from './join-warmup.js';
+import { JoinWarmth, tasksWithState, warmUp, type WarmupOutcome } from './join-warmup.js';
 import { StoreRegistry } from './store-registry.js';
 import { TaskOpener } from './task-opener.js';
 import { TaskRecovery } from './task-recovery.js';
@@ -65,8 +65,8 @@ export class TaskManager implements ConsumerHandlers {
   private readonly commits: CommitStrategy;
   /** Standby replicas kept here (numStandbyReplicas > 0 with a placement, or warm joins), else null. */
   private readonly standbys: StandbyTasks | null;
-  /** The tasks warming up for a join (warmUp), until an assignment gives this instance tasks. */
-  private warming: ReadonlyArray<{ readonly subTopology: number; readonly partition: number }> | null = null;
+  /** The tasks kept warm for a join (warmUp), until assignments end it. */
+  private readonly warmth: JoinWarmth;
   /** Every store partition open here, active and standby, for the query layer. */
   readonly stores = new StoreRegistry();
 
@@ -142,6 +142,7 @@ export class TaskManager implements ConsumerHandlers {
       processing: this.processing, stores: this.stores, logger: deps.logger,
       releaseStandby: (taskId) => this.standbys?.release(taskId),
     });
+    this.warmth = new JoinWarmth(this.clock);
     const placement = options.numStandbyReplicas === 0 ? undefined : deps.standbyPlacement;
     const hasState = this.plans.some((plan) => plan.changelogTopics.size > 0);
     this.standbys = placement === undefined && (options.warmupTimeoutMs === 0 || !hasState) ? null : new StandbyTasks({
@@ -154,7 +155,7 @@ export class TaskManager implements ConsumerHandlers {
       clock: this.clock,
       pollMs: options.standbyPollMs,
       // While warming up for a join, every task with state; then the placement's (join-warmup.ts).
-      wanted: () => this.warming ?? placement?.() ?? [],
+      wanted: () => this.warmth.wanted() ?? placement?.() ?? [],
       isActive: (taskId) => this.tasks.has(taskId),
       activeOpening: () => this.anyOpening(),
       registry: this.stores,
@@ -242,9 +243,7 @@ export class TaskManager implements ConsumerHandlers {
 
   onAssignment(assignment: readonly TopicPartition[]): void {
     this.assignment.assign(assignment);
-    // The warm standbys the placement does not want go at the next poll: the assignment's
-    // tasks have released theirs (TaskAssignment) and open on their stores.
-    if (assignment.length > 0) this.warming = null;
+    this.warmth.assigned(assignment.length);
   }
 
   /**
@@ -256,7 +255,7 @@ export class TaskManager implements ConsumerHandlers {
     const standbys = this.standbys;
     const { options } = this.deps;
     if (standbys === null || options.warmupTimeoutMs === 0) return null;
-    this.warming = tasksWithState(this.plans, partitionsOfStore);
+    this.warmth.begin(tasksWithState(this.plans, partitionsOfStore));
     return warmUp({
       round: () => standbys.catchUp(),
       timeoutMs: options.warmupTimeoutMs,

@@ -6,7 +6,7 @@
  * placement does not want go once the assignment has come.
  */
 import { describe, expect, it } from 'vitest';
-import { decideWarmup, tasksWithState, warmUp, type WarmupProgress } from '../../../src/processing/join-warmup.js';
+import { decideWarmup, JoinWarmth, tasksWithState, warmUp, type WarmupProgress } from '../../../src/processing/join-warmup.js';
 import { parseProcessingOptions } from '../../../src/processing/processing-options.js';
 import type { RestoreProgress } from '../../../src/processing/restore-task-stores.js';
 import { planSubTopologies } from '../../../src/processing/sub-topology-plan.js';
@@ -91,6 +91,31 @@ describe('warmUp', () => {
     expect(await warmUp(loop([], clock))).toEqual({ wanted: 2, ready: 1, behind: 0, ms: 1_000, timedOut: true });
     let asked = 0;
     expect(await warmUp(loop([], { now: 0 }, () => ++asked >= 2))).toMatchObject({ ms: 200, timedOut: true });
+  });
+});
+
+describe('JoinWarmth', () => {
+  const tasks = [{ subTopology: 0, partition: 0 }, { subTopology: 0, partition: 1 }];
+
+  it('keeps every task warm until an assignment brings this instance tasks', () => {
+    const warmth = new JoinWarmth(() => 0);
+    expect(warmth.wanted()).toBeNull();
+    warmth.begin(tasks);
+    expect(warmth.wanted()).toEqual(tasks);
+    warmth.assigned(1);
+    expect(warmth.wanted()).toBeNull();
+  });
+
+  it('after an empty assignment, keeps them warm 30 s more (a second round may bring tasks), then lets them go', () => {
+    let now = 1_000;
+    const warmth = new JoinWarmth(() => now);
+    warmth.begin(tasks);
+    warmth.assigned(0);
+    now += 29_999;
+    warmth.assigned(0); // a later empty round does not push the end out
+    expect(warmth.wanted()).toEqual(tasks);
+    now += 1;
+    expect(warmth.wanted()).toBeNull();
   });
 });
 
