@@ -92,7 +92,20 @@ interface CooperativeConsumer {
   incrementalAssign(partitions: RdTopicPartition[]): void;
   incrementalUnassign(partitions: RdTopicPartition[]): void;
   assignmentLost(): boolean;
+  rebalanceProtocol(): string;
 }
+
+/**
+ * librdkafka checks whether a heartbeat is due only when its main thread wakes (rd_kafka_cgrp_serve
+ * runs after each round of that thread's op queue, rdkafka.c), and a member with nothing else
+ * going on wakes at its 2 Hz max.poll.interval.ms timer: a heartbeat went out up to 500 ms after it
+ * was due, and a member learnt of a rebalance round that much later (at a join, the moved
+ * partitions wait for the new member's heartbeat after their old owner gave them up). An op on
+ * the group's queue wakes the thread: `rebalanceProtocol()` is one (RD_KAFKA_OP_GET_REBALANCE_PROTOCOL,
+ * answered with a constant string), sent every heartbeat interval / HEARTBEAT_TICKS_PER_INTERVAL.
+ */
+const HEARTBEAT_TICKS_PER_INTERVAL = 4;
+const MIN_HEARTBEAT_TICK_MS = 20;
 
 /** wakeFetchers counts the partitions it woke per topic over windows of this length (ms). */
 const WAKE_WINDOW_MS = 100;
@@ -144,6 +157,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   /** Who hosts what, with advertisedUrl (routing); null without. */
   private readonly owners: PartitionOwnerTracker | null = null;
   private ownersTimer: NodeJS.Timeout | null = null;
+  /** Wakes librdkafka's main thread so that heartbeats go out on time (HEARTBEAT_TICKS_PER_INTERVAL). */
+  private heartbeatClock: NodeJS.Timeout | null = null;
   private loopDone: Promise<void> = Promise.resolve();
 
   constructor(rd: RdkafkaModule, private readonly options: RdkafkaGroupConsumerOptions) {
@@ -209,7 +224,21 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       throw fromRdkafkaError(error, context);
     }
     this.running = true;
+    this.startHeartbeatClock();
     this.loopDone = new Promise<void>((resolve) => this.consumeNext(resolve));
+  }
+
+  private startHeartbeatClock(): void {
+    const interval = this.options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
+    const tick = Math.max(MIN_HEARTBEAT_TICK_MS, Math.floor(interval / HEARTBEAT_TICKS_PER_INTERVAL));
+    this.heartbeatClock = setInterval(() => {
+      try {
+        (this.consumer as unknown as CooperativeConsumer).rebalanceProtocol();
+      } catch {
+        // Only a wake-up: the heartbeat goes out at the thread's next timer anyway.
+      }
+    }, tick);
+    this.heartbeatClock.unref();
   }
 
   private consumeNext(done: () => void): void {
@@ -535,6 +564,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     this.stopping = true;
     this.running = false;
     if (this.ownersTimer !== null) clearInterval(this.ownersTimer);
+    if (this.heartbeatClock !== null) clearInterval(this.heartbeatClock);
     this.owners?.stop();
     const started = Date.now();
     await this.loopDone;

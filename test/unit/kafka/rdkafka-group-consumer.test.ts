@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { RdkafkaModule } from '../../../src/kafka/librdkafka/native.js';
 import { RdkafkaGroupConsumer } from '../../../src/kafka/librdkafka/rdkafka-group-consumer.js';
 
@@ -28,6 +28,7 @@ function fakeRdkafka(seekError: unknown) {
     consume(_n: number, cb: (err: unknown, messages: unknown[]) => void): void { setTimeout(() => cb(driver.consumeErrors.shift() ?? null, []), 5); } // no records in these tests
     isConnected(): boolean { return false; }
     assignmentLost(): boolean { return false; }
+    rebalanceProtocol(): string { driver.calls.push('rebalanceProtocol'); return 'COOPERATIVE'; }
     incrementalAssign(): void { driver.calls.push('incrementalAssign'); }
     incrementalUnassign(): void { driver.calls.push('incrementalUnassign'); }
     queryWatermarkOffsets(_topic: string, partition: number): void { driver.calls.push(`watermarks:${partition}`); }
@@ -41,11 +42,12 @@ function fakeRdkafka(seekError: unknown) {
   return { rd: { KafkaConsumer } as unknown as RdkafkaModule, driver };
 }
 
-function consumerWithLog(rd: RdkafkaModule) {
+function consumerWithLog(rd: RdkafkaModule, heartbeatIntervalMs?: number) {
   const lines: Array<{ level: string; message: string }> = [];
   const at = (level: string) => (_fields: Record<string, unknown>, message: string): void => { lines.push({ level, message }); };
   const consumer = new RdkafkaGroupConsumer(rd, {
     brokers: ['127.0.0.1:1'], clientId: 'test', groupId: 'g', topics: ['t'],
+    ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs }),
     log: { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') },
   });
   return { consumer, lines };
@@ -124,6 +126,27 @@ describe('RdkafkaGroupConsumer.seek', () => {
     for (const tp of partitions) consumer.resume([tp]); // each task resumes its own partition as it opens
     expect(driver.calls.filter((c) => c.startsWith('watermarks'))).toEqual(['watermarks:0', 'watermarks:8', 'watermarks:16']);
     await consumer.stop();
+  });
+});
+
+describe('RdkafkaGroupConsumer heartbeat clock', () => {
+  it('wakes librdkafka\'s main thread four times a heartbeat interval while it runs (it checks for a due heartbeat only when woken), and no more once stopped', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const { rd, driver } = fakeRdkafka(null);
+      const { consumer } = consumerWithLog(rd, 200); // a tick every 50 ms
+      const wakes = (): number => driver.calls.filter((c) => c === 'rebalanceProtocol').length;
+      vi.advanceTimersByTime(200);
+      expect(wakes()).toBe(0); // not before run()
+      await consumer.run({ onBatch: () => true, onAssignment: () => {}, onRebalancing: () => {}, onCrash: () => {}, onRevoked: async () => {} });
+      vi.advanceTimersByTime(200);
+      expect(wakes()).toBe(4);
+      await consumer.stop();
+      vi.advanceTimersByTime(200);
+      expect(wakes()).toBe(4);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
