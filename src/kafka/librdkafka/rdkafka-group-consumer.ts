@@ -114,6 +114,10 @@ const ERR_ASSIGN = -175;
 const ERR_REVOKE = -174;
 /** rd_kafka_seek stopped waiting for the seek op's result (the op itself is queued). */
 const SEEK_RESULT_TIMED_OUT = -185;
+/** rd_kafka_seek refused: the partition's fetcher has not started yet (_STATE). */
+const SEEK_FETCH_NOT_STARTED = -172;
+/** How soon a seek refused with SEEK_FETCH_NOT_STARTED is tried again (ms). */
+const SEEK_RETRY_MS = 10;
 /** Client-side conditions that are not failures of a consume() call. */
 const BENIGN = new Set([-185 /* _TIMED_OUT */, -191 /* _PARTITION_EOF */]);
 
@@ -142,6 +146,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
    * seeks have called back (after that, librdkafka's op queue keeps seek before resume).
    */
   private readonly seeking = new Map<string, number>();
+  /** Each partition's latest seek while any of its seeks is under way (seekNative retries only it). */
+  private readonly lastSeek = new Map<string, TopicPartitionOffset>();
   /** Wake-ups sent per topic since `at` (wakeFetchers). */
   private wakeWindow: { at: number; counts: Map<string, number> } = { at: 0, counts: new Map() };
   /**
@@ -438,14 +444,29 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     // fetch.wait.max.ms on an empty queue — held every task's first batch back ~190 ms.
     if (!this.neverFetched.has(k)) this.seekGates.set(k, { tp, gate: this.consumeSeq });
     this.seeking.set(k, (this.seeking.get(k) ?? 0) + 1);
+    this.lastSeek.set(k, position);
+    this.seekNative(k, tp, position);
+  }
+
+  /** One rd_kafka_seek for seek(); the partition stays paused until it has applied. */
+  private seekNative(k: string, tp: TopicPartition, position: TopicPartitionOffset): void {
     this.consumer.seek({ topic: position.topic, partition: position.partition, offset: position.offset }, 0, (err) => {
-      const left = (this.seeking.get(k) ?? 1) - 1;
-      if (left > 0) this.seeking.set(k, left);
-      else {
-        this.seeking.delete(k);
-        if (this.wantsFlowing(k)) this.nativeResume([tp]);
+      // An incremental assignment starts a partition's fetcher only once the group coordinator
+      // answered its committed offset (OffsetFetch); a seek before that meets a fetcher not
+      // started and is refused (_STATE, rd_kafka_toppar_seek), and the partition would then start
+      // at the committed offset instead of the task's. Seen for a warm task that opens within
+      // milliseconds of its assignment. The partition is still paused: seek again shortly.
+      // Only the partition's latest seek is tried again: a later one must not be undone.
+      if (err?.code === SEEK_FETCH_NOT_STARTED && this.stillWanted(k, tp, position)) {
+        this.options.log?.debug({ ...position }, 'librdkafka: seek before the fetcher started, seeking again');
+        setTimeout(() => {
+          if (this.stillWanted(k, tp, position)) this.seekNative(k, tp, position);
+          else this.seekSettled(k, tp);
+        }, SEEK_RETRY_MS).unref();
+        return;
       }
-      if (!err) return;
+      this.seekSettled(k, tp);
+      if (!err || err.code === SEEK_FETCH_NOT_STARTED) return;
       // The binding waits at least 10 ms for the seek's result (it raises 0, which would make
       // rd_kafka_seek asynchronous); past that, librdkafka answers _TIMED_OUT while the seek op
       // stays queued for the partition and applies. Seen a few times per bench:scale run on the
@@ -453,6 +474,22 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       if (err.code === SEEK_RESULT_TIMED_OUT) this.options.log?.debug({ err, ...position }, 'librdkafka: seek queued, its result not awaited');
       else this.options.log?.warn({ err, ...position }, 'librdkafka: seek failed');
     });
+  }
+
+  private stillWanted(k: string, tp: TopicPartition, position: TopicPartitionOffset): boolean {
+    return !this.stopping && this.assigned.get(k) === tp && this.lastSeek.get(k) === position;
+  }
+
+  /** One seek of the partition has ended; it flows again once none is left. */
+  private seekSettled(k: string, tp: TopicPartition): void {
+    const left = (this.seeking.get(k) ?? 1) - 1;
+    if (left > 0) {
+      this.seeking.set(k, left);
+      return;
+    }
+    this.seeking.delete(k);
+    this.lastSeek.delete(k);
+    if (this.wantsFlowing(k)) this.nativeResume([tp]);
   }
 
   private nativePause(partitions: readonly TopicPartition[]): void {

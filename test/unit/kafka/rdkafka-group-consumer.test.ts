@@ -5,16 +5,16 @@ import { RdkafkaGroupConsumer } from '../../../src/kafka/librdkafka/rdkafka-grou
 const ERR_ASSIGN = -175;
 const ERR_REVOKE = -174;
 
-/** A librdkafka KafkaConsumer whose seek() answers `seekError`; the test drives its rebalance callback. */
+/** A librdkafka KafkaConsumer whose seek() answers `driver.seekErrors` in turn, then `seekError`; the test drives its rebalance callback. */
 function fakeRdkafka(seekError: unknown) {
   type Rebalance = (err: { code: number }, assignment: Array<{ topic: string; partition: number }>) => void;
   const driver: {
-    rebalance: Rebalance | null; seeks: unknown[]; calls: string[];
+    rebalance: Rebalance | null; seeks: unknown[]; seekErrors: unknown[]; calls: string[];
     /** What the next consume() calls answer, in turn (then no error, no records). */
     consumeErrors: unknown[];
     /** The adapter's `event.error` listener (client events). */
     clientError: ((err: unknown) => void) | null;
-  } = { rebalance: null, seeks: [], calls: [], consumeErrors: [], clientError: null };
+  } = { rebalance: null, seeks: [], seekErrors: [], calls: [], consumeErrors: [], clientError: null };
   class KafkaConsumer {
     constructor(config: { rebalance_cb: Rebalance }) { driver.rebalance = config.rebalance_cb; }
     setDefaultConsumeTimeout(): void {}
@@ -36,7 +36,9 @@ function fakeRdkafka(seekError: unknown) {
     resume(toppars: Array<{ partition: number }>): void { driver.calls.push(`resume:${toppars.map((tp) => tp.partition).join(',')}`); }
     seek(toppar: unknown, _timeout: number, cb: (err: unknown) => void): void {
       driver.seeks.push(toppar);
-      setImmediate(() => cb(seekError));
+      driver.calls.push('seek');
+      const error = driver.seekErrors.length > 0 ? driver.seekErrors.shift() : seekError;
+      setImmediate(() => cb(error));
     }
   }
   return { rd: { KafkaConsumer } as unknown as RdkafkaModule, driver };
@@ -112,8 +114,44 @@ describe('RdkafkaGroupConsumer.seek', () => {
   });
 
   it('warns when librdkafka refused the seek', async () => {
-    const { lines } = await seekAnswered(Object.assign(new Error('Local: Erroneous state'), { code: -172 }));
+    const { lines } = await seekAnswered(Object.assign(new Error('Local: Unknown partition'), { code: -190 }));
     expect(lines.filter((l) => l.level === 'warn').map((l) => l.message)).toEqual(['librdkafka: seek failed']);
+  });
+
+  const fetcherNotStarted = (): Error => Object.assign(new Error('Local: Erroneous state'), { code: -172 });
+  const waitFor = async (done: () => boolean): Promise<void> => {
+    for (let i = 0; i < 200 && !done(); i += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+
+  it('seeks again while the fetcher has not started (a task open before the committed offset came), and resumes only once the seek applied', async () => {
+    const { rd, driver } = fakeRdkafka(null);
+    const { consumer, lines } = consumerWithLog(rd);
+    driver.rebalance!({ code: ERR_ASSIGN }, [{ topic: 't', partition: 0 }]);
+    driver.seekErrors.push(fetcherNotStarted(), fetcherNotStarted());
+    driver.calls.length = 0;
+    consumer.seek({ topic: 't', partition: 0, offset: 7 });
+    consumer.resume([{ topic: 't', partition: 0 }]); // the task opens
+    await waitFor(() => driver.calls.includes('resume:0'));
+    expect(driver.calls.filter((call) => !call.startsWith('watermarks'))).toEqual(['pause:0', 'seek', 'seek', 'seek', 'resume:0']);
+    expect(driver.seeks).toEqual([{ topic: 't', partition: 0, offset: 7 }, { topic: 't', partition: 0, offset: 7 }, { topic: 't', partition: 0, offset: 7 }]);
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+  });
+
+  it('does not seek again to a position a later seek replaced, nor for a partition revoked meanwhile', async () => {
+    const { rd, driver } = fakeRdkafka(null);
+    const { consumer } = consumerWithLog(rd);
+    await consumer.run({ onBatch: () => true, onAssignment: () => {}, onRebalancing: () => {}, onCrash: () => {}, onRevoked: async () => {} });
+    driver.rebalance!({ code: ERR_ASSIGN }, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+    driver.seekErrors.push(fetcherNotStarted(), fetcherNotStarted());
+    consumer.seek({ topic: 't', partition: 0, offset: 3 }); // refused
+    consumer.seek({ topic: 't', partition: 1, offset: 4 }); // refused, then revoked
+    consumer.seek({ topic: 't', partition: 0, offset: 9 }); // applies
+    consumer.resume([{ topic: 't', partition: 0 }]);
+    driver.rebalance!({ code: ERR_REVOKE }, [{ topic: 't', partition: 1 }]);
+    await waitFor(() => driver.calls.includes('resume:0'));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // any retry would have gone out
+    expect(driver.seeks).toEqual([{ topic: 't', partition: 0, offset: 3 }, { topic: 't', partition: 1, offset: 4 }, { topic: 't', partition: 0, offset: 9 }]);
+    await consumer.stop();
   });
 
   it('wakes the fetchers of partitions resumed one at a time (tasks starting) once per topic and every 8th, not per partition', async () => {
