@@ -92,7 +92,6 @@ interface CooperativeConsumer {
   incrementalAssign(partitions: RdTopicPartition[]): void;
   incrementalUnassign(partitions: RdTopicPartition[]): void;
   assignmentLost(): boolean;
-  rebalanceProtocol(): string;
 }
 
 /**
@@ -100,9 +99,16 @@ interface CooperativeConsumer {
  * runs after each round of that thread's op queue, rdkafka.c), and a member with nothing else
  * going on wakes at its 2 Hz max.poll.interval.ms timer: a heartbeat went out up to 500 ms after it
  * was due, and a member learnt of a rebalance round that much later (at a join, the moved
- * partitions wait for the new member's heartbeat after their old owner gave them up). An op on
- * the group's queue wakes the thread: `rebalanceProtocol()` is one (RD_KAFKA_OP_GET_REBALANCE_PROTOCOL,
- * answered with a constant string), sent every heartbeat interval / HEARTBEAT_TICKS_PER_INTERVAL.
+ * partitions wait for the new member's heartbeat after their old owner gave them up). Any op on
+ * the group's queue wakes the thread; the heartbeat clock sends one every heartbeat interval /
+ * HEARTBEAT_TICKS_PER_INTERVAL: an asynchronous commit of no partitions (`commit([])`, never
+ * `commit()`, which would mean the whole assignment). The main thread answers it _NO_OFFSET
+ * before any request, posts no callback (no offset_commit_cb is set) and logs nothing
+ * (rd_kafka_cgrp_offsets_commit; librdkafka's cgrp debug log shows "OffsetCommit for 0
+ * partition(s) ... No offset stored" per tick and no OffsetCommit request). Not
+ * rebalanceProtocol(), which also wakes it but waits for the answer on the JS thread: 0.1 ms at
+ * the median, 17–25 ms at p99 and up to 73 ms on a consumer fetching 200 partitions, where
+ * commit([]) returned in 1 ms at most (a call every 50 ms for 15 s, 2026-12-04).
  */
 const HEARTBEAT_TICKS_PER_INTERVAL = 4;
 const MIN_HEARTBEAT_TICK_MS = 20;
@@ -239,7 +245,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     const tick = Math.max(MIN_HEARTBEAT_TICK_MS, Math.floor(interval / HEARTBEAT_TICKS_PER_INTERVAL));
     this.heartbeatClock = setInterval(() => {
       try {
-        (this.consumer as unknown as CooperativeConsumer).rebalanceProtocol();
+        this.consumer.commit([]);
       } catch {
         // Only a wake-up: the heartbeat goes out at the thread's next timer anyway.
       }

@@ -28,7 +28,7 @@ function fakeRdkafka(seekError: unknown) {
     consume(_n: number, cb: (err: unknown, messages: unknown[]) => void): void { setTimeout(() => cb(driver.consumeErrors.shift() ?? null, []), 5); } // no records in these tests
     isConnected(): boolean { return false; }
     assignmentLost(): boolean { return false; }
-    rebalanceProtocol(): string { driver.calls.push('rebalanceProtocol'); return 'COOPERATIVE'; }
+    commit(offsets?: unknown[]): void { driver.calls.push(offsets === undefined ? 'commit' : `commit:${JSON.stringify(offsets)}`); }
     incrementalAssign(): void { driver.calls.push('incrementalAssign'); }
     incrementalUnassign(): void { driver.calls.push('incrementalUnassign'); }
     queryWatermarkOffsets(_topic: string, partition: number): void { driver.calls.push(`watermarks:${partition}`); }
@@ -173,12 +173,13 @@ describe('RdkafkaGroupConsumer heartbeat clock', () => {
     try {
       const { rd, driver } = fakeRdkafka(null);
       const { consumer } = consumerWithLog(rd, 200); // a tick every 50 ms
-      const wakes = (): number => driver.calls.filter((c) => c === 'rebalanceProtocol').length;
+      const wakes = (): number => driver.calls.filter((c) => c === 'commit:[]').length; // never commit(): that is the whole assignment
       vi.advanceTimersByTime(200);
       expect(wakes()).toBe(0); // not before run()
       await consumer.run({ onBatch: () => true, onAssignment: () => {}, onRebalancing: () => {}, onCrash: () => {}, onRevoked: async () => {} });
       vi.advanceTimersByTime(200);
       expect(wakes()).toBe(4);
+      expect(driver.calls).not.toContain('commit');
       await consumer.stop();
       vi.advanceTimersByTime(200);
       expect(wakes()).toBe(4);
