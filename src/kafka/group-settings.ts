@@ -8,9 +8,10 @@
  *
  * 200 since librdkafka's heartbeats leave on time (the heartbeat clock of
  * src/kafka/librdkafka/rdkafka-group-consumer.ts; before it, a heartbeat waited for the main
- * thread's 2 Hz tick, and 250 ms measured no better than 500): the join's stop was 0.49–0.55 s
- * with 200 ms against 0.62–1.05 s with 400 ms (three runs each, 2026-12-04). Five small
- * requests a second per member.
+ * thread's 2 Hz tick, and 250 ms measured no better than 500): with the clock, the join's stop
+ * was 0.64–0.83 s at 200 ms (five runs) against 0.62–1.05 s at 400 ms (three runs), and
+ * 0.87–0.89 s at 200 ms without the clock (two runs; 2026-12-04). Five small requests a second
+ * per member.
  */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 200;
 
