@@ -64,6 +64,7 @@ export class TaskOpener {
         ?? ports.producers.create(exactlyOnce ? transactionalIdFor(options.applicationId, plan.transactionalTopic, task.partition) : null);
       // Fences any older owner and completes its transaction before anything is read (docs/kafkajs-notes.md §4).
       await producer.init();
+      const producerMs = clock() - opened;
       const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
       task.attach(producer, stores);
       producer = null;
@@ -104,8 +105,8 @@ export class TaskOpener {
       for (const tp of task.sourcePartitions) ports.consumer.seek({ ...tp, offset: offsets.get(tp.topic) ?? 0 });
       ports.consumer.resume(task.sourcePartitions);
       const now = clock();
-      // Where the open went: producer and stores, then the committed offsets, then the restore (of which settleMs waited for the changelog's end).
-      this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), openMs: now - opened, storesMs, restoreMs: now - started, settleMs }, 'task running');
+      // Where the open went: producer (of which producerMs its init) and stores, then the committed offsets, then the restore (of which settleMs waited for the changelog's end).
+      this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), openMs: now - opened, producerMs, storesMs, restoreMs: now - started, settleMs }, 'task running');
     } catch (error) {
       await discardProducer(producer);
       throw error;

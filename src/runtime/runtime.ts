@@ -259,7 +259,7 @@ export class Runtime {
         },
         onRebalancing: () => {
           this.membership = 'REBALANCING';
-          manager.onRebalancing();
+          return manager.onRebalancing();
         },
         onRevoked: (partitions, lost) => {
           this.membership = 'REBALANCING';
