@@ -139,7 +139,7 @@ export class ProcessingLoop {
 
   /**
    * One slice: round-robin over tasks with buffered records until the slice budget is spent,
-   * then yield (timers, I/O, queries run between slices). Committing tasks are skipped, not awaited.
+   * then yield (timers, I/O, queries run between slices). A task whose commit is in flight processes on.
    */
   private slice(): void {
     this.scheduled = false;

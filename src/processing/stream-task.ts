@@ -2,7 +2,8 @@
  * One task: one partition of one sub-topology (co-partitioned source topics share it). It owns
  * its store partitions (TaskStores), its producer and transaction, its input position, and a
  * small inbox of fetched records. Processing is synchronous (processors and store reads are
- * sync); only the commit awaits I/O, and while a task commits, it alone stops processing.
+ * sync); only the commit awaits I/O, and a task processes on while its commit is in flight (the
+ * commit cut the transaction first: TaskCommit.commit).
  *
  * StreamTask is the lifecycle (task-state.ts), what is attached to it, and its inbox; it checks
  * its state and hands the work to the units beside it: TaskProcessor runs records into the open
@@ -94,7 +95,7 @@ export class StreamTask {
     return this.isRevoked;
   }
 
-  /** Exactly-once v1: the task's own commit is in flight (it processes nothing meanwhile). */
+  /** The task's own commit (exactly-once v1, at-least-once) is in flight; it processes on meanwhile. */
   get committing(): boolean {
     return this.commits.committing;
   }
@@ -213,7 +214,7 @@ export class StreamTask {
   }
 
   canProcess(): boolean {
-    return this.state === 'RUNNING' && !this.committing && !this.revoked && this.rollback === null && this.buffered() > 0;
+    return this.state === 'RUNNING' && !this.revoked && this.rollback === null && this.buffered() > 0;
   }
 
   uncommittedBytes(): number {

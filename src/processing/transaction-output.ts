@@ -5,20 +5,49 @@
  * (kafkajs: await every send before committing, docs/kafkajs-notes.md §5). It also learns, from the
  * send results, where each changelog ends — the offset the store commit records (KIP-1035).
  * Records bound for repartition topics are packed as they come (record-pack.ts).
+ *
+ * A commit that lets its task go on processing (TaskCommit.commit) seals the transaction's
+ * output: what is buffered joins its sends, and the next transaction's records buffer afresh,
+ * sent only once that commit has ended (a Kafka producer has one transaction at a time).
  */
 import type { Serde } from '../store/types.js';
 import type { OutputRecord, SendResult, TaskProducer } from './ports.js';
 import { PackWriter } from './record-pack.js';
 
+/** The sends of one transaction: one after the other, the first failure, where each changelog partition ended. */
+class TransactionSends {
+  chain: Promise<void> = Promise.resolve();
+  error: unknown = null;
+  /** store name → the offset after the last record this transaction wrote to its changelog partition. */
+  readonly changelogNext = new Map<string, number>();
+  started = false;
+  /** Forgotten (TransactionOutput.reset): a send still queued in it does not go out. */
+  abandoned = false;
+
+  /** Resolves once every send is done; throws the first failure. */
+  async drained(): Promise<void> {
+    await this.chain;
+    if (this.error !== null) throw this.error;
+  }
+
+  /** The stored changelog offsets moved past what this transaction wrote. */
+  changelogOffsets(stored: Readonly<Record<string, number>>): Record<string, number> {
+    const offsets: Record<string, number> = { ...stored };
+    for (const [store, next] of this.changelogNext) offsets[store] = Math.max(offsets[store] ?? 0, next);
+    return offsets;
+  }
+}
+
+/** A sealed transaction's output, all of it sent or on its way (TransactionOutput.seal). */
+export interface SealedOutput {
+  drained(): Promise<void>;
+  changelogOffsets(stored: Readonly<Record<string, number>>): Record<string, number>;
+}
+
 export class TransactionOutput {
   private pending: OutputRecord[] = [];
-  private chain: Promise<void> = Promise.resolve();
-  private error: unknown = null;
-  /** Bumped by reset(): results of sends from an abandoned transaction are ignored. */
-  private generation = 0;
-  private readonly changelogNext = new Map<string, number>();
-  /** Records of the open transaction have gone to Kafka: rolling back needs a Kafka abort. */
-  sentInTxn = false;
+  /** The open transaction's sends; replaced by reset() (what an abandoned one still learns is ignored) and seal(). */
+  private sends = new TransactionSends();
   /** Monotonic count of records pushed, to see whether a flush produced anything. */
   pushed = 0;
   /** Records pushed since the last take or send (a pack's entries each). */
@@ -82,59 +111,59 @@ export class TransactionOutput {
     return output;
   }
 
-  /** Starts sending what is buffered, after any earlier send. Failures surface in drain(). */
+  /** Records of the open transaction have gone to Kafka: rolling back needs a Kafka abort. */
+  get sentInTxn(): boolean {
+    return this.sends.started;
+  }
+
+  /** Starts sending what is buffered, after any earlier send. Failures surface when the sealed output is drained. */
   sendAhead(producer: TaskProducer): void {
     if (this.buffered() === 0) return;
     const output = this.take();
-    this.sentInTxn = true;
-    const generation = this.generation;
-    this.chain = this.chain.then(async () => {
-      if (this.error !== null || generation !== this.generation) return;
+    const sends = this.sends;
+    sends.started = true;
+    sends.chain = sends.chain.then(async () => {
+      if (sends.error !== null || sends.abandoned) return;
       try {
-        const results = await producer.send(output);
-        if (generation === this.generation) this.noteSent(results);
+        this.noteSent(sends, await producer.send(output));
       } catch (error) {
-        if (generation === this.generation) this.error = error;
+        sends.error = error;
       }
     });
   }
 
-  /** Sends the rest and waits for every send of the transaction; throws the first send failure. */
-  async drain(producer: TaskProducer): Promise<void> {
+  /**
+   * The open transaction's output is complete: what is buffered goes out into it now, and the
+   * next transaction's output starts empty (the caller sends none of it until the sealed
+   * transaction's commit has ended). The sealed sends are the caller's from here: reset() no
+   * longer touches them.
+   */
+  seal(producer: TaskProducer): SealedOutput {
     this.sendAhead(producer);
-    await this.chain;
-    if (this.error !== null) throw this.error;
+    const sends = this.sends;
+    this.sends = new TransactionSends();
+    return sends;
   }
 
   /** Waits for in-flight sends, ignoring their failures (before an abort). */
   async settle(): Promise<void> {
-    await this.chain.catch(() => undefined);
+    await this.sends.chain.catch(() => undefined);
   }
 
-  /** The stored changelog offsets moved past what this transaction wrote. */
-  changelogOffsets(stored: Readonly<Record<string, number>>): Record<string, number> {
-    const offsets: Record<string, number> = { ...stored };
-    for (const [store, next] of this.changelogNext) offsets[store] = Math.max(offsets[store] ?? 0, next);
-    return offsets;
-  }
-
-  /** Forgets the transaction: buffered records, in-flight results, changelog ends. */
+  /** Forgets the open transaction: buffered records, in-flight results, changelog ends. */
   reset(): void {
-    this.generation += 1;
     this.pending = [];
     this.waiting = 0;
     this.packs?.clear();
-    this.chain = Promise.resolve();
-    this.error = null;
-    this.sentInTxn = false;
-    this.changelogNext.clear();
+    this.sends.abandoned = true;
+    this.sends = new TransactionSends();
   }
 
-  private noteSent(results: readonly SendResult[]): void {
+  private noteSent(sends: TransactionSends, results: readonly SendResult[]): void {
     for (const result of results) {
       const store = this.storeOfChangelog.get(result.topic);
       if (store !== undefined && result.partition === this.partition) {
-        this.changelogNext.set(store, Math.max(this.changelogNext.get(store) ?? 0, result.lastOffset + 1));
+        sends.changelogNext.set(store, Math.max(sends.changelogNext.get(store) ?? 0, result.lastOffset + 1));
       }
     }
   }

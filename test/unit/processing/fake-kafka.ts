@@ -174,6 +174,7 @@ class FakeProducer implements TaskProducer {
   }
   async commit(): Promise<void> {
     this.broker.calls.push('commit');
+    if (this.failures.commitGate !== undefined) await this.failures.commitGate;
     if (this.failures.commit) throw new IqgateError('KAFKA_ERROR', 'injected commit failure', { retriable: true });
     if ((this.failures.commitFailures ?? 0) > 0) {
       this.failures.commitFailures = (this.failures.commitFailures ?? 0) - 1;
@@ -276,6 +277,8 @@ export interface FakeFailures {
   abortUnknown?: boolean;
   /** Fails this many inits of the instance producer (InitProducerId), then none. */
   initFailures?: number;
+  /** A task producer's commit waits for this first: a commit the test holds in flight. */
+  commitGate?: Promise<void>;
 }
 
 export class FakeConsumer implements GroupConsumerPort {
@@ -283,6 +286,9 @@ export class FakeConsumer implements GroupConsumerPort {
   readonly paused = new Set<string>();
   readonly positions = new Map<string, number>();
   assignment: TopicPartition[] = [];
+  /** Offset commits begun; each waits for `commitGate` first when set (a commit the test holds in flight). */
+  offsetCommitsStarted = 0;
+  commitGate?: Promise<void>;
   /** `topics`: a group-mode consumer, assigned by the broker's group on run() (null: by the test's assign()). */
   constructor(private readonly broker: FakeBroker, private readonly groupId: string, readonly topics: readonly string[] | null = null) {}
   async run(handlers: ConsumerHandlers): Promise<void> {
@@ -318,6 +324,8 @@ export class FakeConsumer implements GroupConsumerPort {
   resume(partitions: readonly TopicPartition[]): void { for (const tp of partitions) this.paused.delete(k(tp)); }
   seek(position: TopicPartitionOffset): void { this.positions.set(k(position), position.offset); }
   async commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
+    this.offsetCommitsStarted += 1;
+    if (this.commitGate !== undefined) await this.commitGate;
     for (const o of offsets) this.broker.groupOffsets.set(`${this.groupId}:${o.topic}:${o.partition}`, o.offset);
   }
   async stop(): Promise<void> {

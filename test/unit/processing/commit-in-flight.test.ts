@@ -1,0 +1,105 @@
+/**
+ * A task's own commit (exactly-once v1, one transaction per task; at-least-once) cuts the
+ * transaction when it starts and lets the task process on while the rest of it runs: the commit
+ * carries exactly what was processed before the cut, what comes after is the next transaction's
+ * (its output held until the commit has ended), and a commit that fails takes both back.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Harness } from './manager-harness.js';
+import { send, startHarness } from './manager-harness.js';
+import { brokerWithTopics, countTopology } from './processing-fixture.js';
+import type { FakeBroker } from './fake-kafka.js';
+
+async function until(what: string, predicate: () => boolean): Promise<void> {
+  for (let i = 0; i < 20_000; i += 1) {
+    if (predicate()) return;
+    await new Promise((r) => setTimeout(r, i < 100 ? 0 : 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Every record in the output partition, committed or not, and the committed ones (read_committed). */
+function outputOf(broker: FakeBroker): { all: number; committed: string[] } {
+  const all = broker.logs.get('out')?.[0]?.length ?? 0;
+  const committed = broker.readCommitted('out', 0, 0).records.map((r) => `${r.key?.toString()}=${r.value?.readInt32BE(0)}`);
+  return { all, committed };
+}
+
+async function startWithThreeRecords(guarantee: 'exactly_once' | 'at_least_once'): Promise<{ h: Harness; broker: FakeBroker; release: () => void }> {
+  const broker = brokerWithTopics(['in', 'out'], 1);
+  const h = await startHarness({ topology: countTopology(), partitions: 1, broker, options: { processingGuarantee: guarantee, commitIntervalMs: 3_600_000 } });
+  h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+  await h.manager.control.idle();
+  for (const key of ['x', 'x', 'y']) send(broker, 'in', 0, key, 'v');
+  await h.pump();
+  // Exactly-once holds the transaction's commit, at-least-once the consumer's offset commit.
+  const exactlyOnce = guarantee === 'exactly_once';
+  const consumer = h.ports.consumer;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = () => {
+      delete h.failures.commitGate;
+      delete consumer.commitGate;
+      r();
+    };
+  });
+  if (exactlyOnce) h.failures.commitGate = gate;
+  else consumer.commitGate = gate;
+  const task = h.manager.localTasks()[0]!;
+  h.manager.requestCommit(task);
+  await until('the commit in flight', () => task.committing && (exactlyOnce ? broker.calls.includes('commit') : consumer.offsetCommitsStarted === 1));
+  // Fetched and processed while the commit waits in Kafka.
+  for (const key of ['x', 'z']) send(broker, 'in', 0, key, 'v');
+  await h.pump();
+  return { h, broker, release };
+}
+
+describe('a commit in flight', () => {
+  it('exactly-once: the task processes on; the commit carries what came before it, the next one the rest, whose output waits for the first', async () => {
+    const { h, broker, release } = await startWithThreeRecords('exactly_once');
+    expect(await h.counts('counts', 0, false)).toEqual(new Map([['x', 3], ['y', 1], ['z', 1]]));
+    expect(await h.counts('counts', 0, true)).toEqual(new Map());
+    // The second transaction's output is not sent while the first commits.
+    expect(outputOf(broker).all).toBe(3);
+
+    release();
+    await until('the first commit', () => h.commits.length === 1);
+    expect(h.commits).toEqual([3]);
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['x', 2], ['y', 1]]));
+    expect(broker.groupOffsets.get('app:in:0')).toBe(3);
+    expect(outputOf(broker).committed).toEqual(['x=1', 'x=2', 'y=1']);
+
+    await h.commitAll();
+    expect(h.commits).toEqual([3, 2]);
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['x', 3], ['y', 1], ['z', 1]]));
+    expect(broker.groupOffsets.get('app:in:0')).toBe(5);
+    expect(outputOf(broker).committed).toEqual(['x=1', 'x=2', 'y=1', 'x=3', 'z=1']);
+    expect(h.fatal).toEqual([]);
+  });
+
+  it('exactly-once: a commit that fails drops what was processed meanwhile too; the re-opened task processes everything once', async () => {
+    const { h, broker, release } = await startWithThreeRecords('exactly_once');
+    h.failures.commitFailures = 1;
+    release();
+    // Rolled back and re-opened from what is committed (nothing): all five records again.
+    await until('the re-opened task', () => h.manager.localTasks()[0]?.state === 'RUNNING' && broker.calls.filter((c) => c.startsWith('init:')).length === 2);
+    await h.pump();
+    await h.commitAll();
+    expect(h.commits).toEqual([5]);
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['x', 3], ['y', 1], ['z', 1]]));
+    expect(broker.groupOffsets.get('app:in:0')).toBe(5);
+    expect(outputOf(broker).committed).toEqual(['x=1', 'x=2', 'y=1', 'x=3', 'z=1']);
+  });
+
+  it('at-least-once: the task processes on, and the offsets committed are those of the cut', async () => {
+    const { h, broker, release } = await startWithThreeRecords('at_least_once');
+    expect(await h.counts('counts', 0, false)).toEqual(new Map([['x', 3], ['y', 1], ['z', 1]]));
+    release();
+    await until('the first commit', () => h.commits.length === 1);
+    expect(broker.groupOffsets.get('app:in:0')).toBe(3);
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['x', 2], ['y', 1]]));
+    await h.commitAll();
+    expect(broker.groupOffsets.get('app:in:0')).toBe(5);
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['x', 3], ['y', 1], ['z', 1]]));
+  });
+});
