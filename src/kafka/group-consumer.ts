@@ -9,12 +9,6 @@
  *   the assignment callback must win over batches fetched before it.
  * - The assignment is learned from GROUP_JOIN (the full assignment, synchronous listener, before
  *   the next fetch: docs/kafkajs-notes.md §1 "Hooks"); REBALANCING is the only early warning.
- * - The rejoin waits for the commits REBALANCING asked for (onRebalancing's promise, patch 9's
- *   beforeJoin), at most a third of the session timeout: the member heartbeats no more once
- *   it is rebalancing. Kafka Streams' eager protocol commits in onPartitionsRevoked, before the
- *   join, for the same reason: a task's new owner then finds no transaction of ours still
- *   committing, its InitProducerId neither waits for one nor fences it, and it starts where we
- *   stopped.
  * - maxWaitTimeInMs is short: while every partition is paused, kafkajs sleeps that long per
  *   fetch, and long polls are awaited before a rejoin (docs/kafkajs-notes.md §1 caveat b).
  * - A broker that goes away: once its retries are spent kafkajs "crashes" the consumer, drops
@@ -40,7 +34,7 @@ import type { ConsumerHandlers, GroupConsumerPort, InputRecord, PartitionOwner, 
 import { DEFAULT_HEARTBEAT_INTERVAL_MS, type GroupSettings } from './group-settings.js';
 import { toIqgateError } from './kafka-errors.js';
 import { setFetchSizeHint } from './kafkajs-patches/fetch-size.js';
-import { beforeJoin, onJoinStart } from './kafkajs-patches/rebalance-heartbeat.js';
+import { onJoinStart } from './kafkajs-patches/rebalance-heartbeat.js';
 import { PartitionOwnerTracker } from './partition-owner-tracker.js';
 import { SessionWatchdog } from './session-watchdog.js';
 import { taskAssigner } from './task-assigner.js';
@@ -122,8 +116,6 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
   private cluster: Cluster | undefined;
   /** The session check while run() runs and the handlers can hear of a loss (onRevoked). */
   private watchdog: SessionWatchdog | null = null;
-  /** What the next join waits for: the commits the last REBALANCING asked for, bounded. */
-  private commitsBeforeJoin: Promise<void> | undefined;
 
   constructor(kafka: Kafka, private readonly options: GroupConsumerOptions) {
     this.consumer = kafka.consumer({
@@ -194,17 +186,9 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
       if (this.options.advertisedUrl !== undefined) this.owners.refresh();
     });
     c.on(c.events.HEARTBEAT, () => watchdog?.heartbeat());
-    if (this.cluster !== undefined) {
-      beforeJoin(this.cluster, () => {
-        const commits = this.commitsBeforeJoin;
-        this.commitsBeforeJoin = undefined;
-        return commits;
-      });
-    }
     c.on(c.events.REBALANCING, () => {
       watchdog?.rebalancing();
-      const commits = handlers.onRebalancing();
-      if (commits !== undefined) this.commitsBeforeJoin = atMost(commits, Math.floor((this.options.sessionTimeoutMs ?? 30_000) / 3));
+      handlers.onRebalancing();
     });
     // Emitted right after kafkajs drops its ConsumerGroup (`consumer/index.js` stop()).
     c.on(c.events.STOP, () => {
@@ -294,16 +278,6 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
     this.owners.stop();
     await this.consumer.disconnect();
   }
-}
-
-/** Settles when `promise` does or after `ms`, whichever is first; never rejects. */
-function atMost(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
-  return Promise.race([promise.catch(() => undefined), timeout]).finally(() => clearTimeout(timer));
 }
 
 function group(partitions: readonly TopicPartition[]): Array<{ topic: string; partitions: number[] }> {

@@ -56,12 +56,8 @@ export interface ConsumerHandlers {
    * pause/seek calls made here apply to it (docs/kafkajs-notes.md §1 "Hooks").
    */
   onAssignment(assignment: readonly TopicPartition[]): void;
-  /**
-   * A rebalance has started (eager protocol: every partition is about to be re-assigned). A
-   * promise returned here holds the member's rejoin until it settles (the adapter bounds the
-   * wait): the commits of what the tasks have processed.
-   */
-  onRebalancing(): Promise<void> | void;
+  /** A rebalance has started (eager protocol: every partition is about to be re-assigned). */
+  onRebalancing(): void;
   /** The consumer stopped for good (non-retriable error or retries exhausted). */
   onCrash(error: unknown): void;
   /**

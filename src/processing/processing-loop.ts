@@ -60,8 +60,6 @@ export class ProcessingLoop {
   private bufferedTotal = 0;
   /** Where the next slice starts its round over the tasks. */
   private nextTaskIndex = 0;
-  /** No task processes until release (an eager rebalance's commits, TaskManager.onRebalancing). */
-  private held = false;
 
   constructor(private readonly deps: ProcessingLoopDeps) {}
 
@@ -114,19 +112,8 @@ export class ProcessingLoop {
     this.backpressured.delete(task);
   }
 
-  /** Every task stops processing (buffered records stay) until resumeAll(). */
-  holdAll(): void {
-    this.held = true;
-  }
-
-  resumeAll(): void {
-    if (!this.held) return;
-    this.held = false;
-    this.schedule();
-  }
-
   schedule(): void {
-    if (this.scheduled || this.held || this.deps.halted()) return;
+    if (this.scheduled || this.deps.halted()) return;
     this.scheduled = true;
     setImmediate(() => this.slice());
   }
@@ -144,7 +131,7 @@ export class ProcessingLoop {
   private slice(): void {
     this.scheduled = false;
     const { pacer, sliceClock, overBudget } = this.deps;
-    if (this.held || this.deps.halted() || overBudget()) return;
+    if (this.deps.halted() || overBudget()) return;
     const started = sliceClock();
     const budget = pacer.budgetMs(started);
     if (budget <= 0) {

@@ -228,15 +228,8 @@ export class TaskManager implements ConsumerHandlers {
     return this.processing.maxRecordsPerFetch();
   }
 
-  /**
-   * Eager rebalancing (kafkajs): every partition is about to be re-assigned. As Kafka Streams'
-   * eager onPartitionsRevoked does, the tasks stop processing until the new assignment and
-   * commit what they have processed; the consumer holds its rejoin until that settles (bounded
-   * by the adapter), so a moved task's new owner finds none of our transactions still open.
-   */
-  onRebalancing(): Promise<void> {
-    this.processing.holdAll();
-    return this.commitNow();
+  onRebalancing(): void {
+    for (const task of this.tasks.values()) if (task.hasUncommitted()) this.requestCommit(task);
   }
 
   /** Cooperative rebalancing: these partitions go (TaskAssignment.revoke). `lost`: the member was already out of its group. */
@@ -250,7 +243,6 @@ export class TaskManager implements ConsumerHandlers {
 
   onAssignment(assignment: readonly TopicPartition[]): void {
     this.assignment.assign(assignment);
-    this.processing.resumeAll();
     this.warmth.assigned(assignment.length);
   }
 

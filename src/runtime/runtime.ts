@@ -259,7 +259,7 @@ export class Runtime {
         },
         onRebalancing: () => {
           this.membership = 'REBALANCING';
-          return manager.onRebalancing();
+          manager.onRebalancing();
         },
         onRevoked: (partitions, lost) => {
           this.membership = 'REBALANCING';

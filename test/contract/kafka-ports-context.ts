@@ -41,8 +41,6 @@ export interface MemberHooks {
   onRevoked?(partitions: readonly TopicPartition[], lost: boolean): Promise<void>;
   /** ConsumerHandlers.maxRecordsPerFetch (the hint while gateway requests wait). Default: none. */
   maxRecordsPerFetch?(): number;
-  /** The work an eager member finishes before it rejoins (the commits). Default: none. */
-  onRebalancing?(): Promise<void>;
 }
 
 /** A running consumer of the group, recording everything its handlers hear. */
@@ -51,8 +49,6 @@ export class Member {
   readonly taken: Delivery[] = [];
   readonly refused: Delivery[] = [];
   readonly rebalancing: number[] = [];
-  /** When each onRebalancing hook's promise settled. */
-  readonly rebalancingSettled: number[] = [];
   readonly revocations: Revocation[] = [];
   readonly crashes: unknown[] = [];
 
@@ -73,9 +69,6 @@ export class Member {
       },
       onRebalancing: () => {
         this.rebalancing.push(tick());
-        return this.hooks.onRebalancing?.().finally(() => {
-          this.rebalancingSettled.push(tick());
-        });
       },
       onCrash: (error) => {
         this.crashes.push(error);

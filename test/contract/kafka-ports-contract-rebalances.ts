@@ -59,22 +59,6 @@ export function describeRebalanceContract(ctx: ContractContext): void {
       expect(reassigned[reassigned.length - 1]?.partitions).toEqual(first.assignment);
     }, timeout);
 
-    it.skipIf(cooperative)('eager: a member rejoins only once the promise onRebalancing returned has settled, so no member gets its new assignment before that', async () => {
-      const [topic] = await ctx.topics(1, PARTITIONS) as [string];
-      const config = ctx.config({ topics: [topic] });
-      // The first member's "commits" take 2 s (its adapter waits at most a third of its session: 10 s by default).
-      const first = await ctx.member(ctx.ports(config), { onRebalancing: () => new Promise((r) => setTimeout(r, 2000)) });
-      await ctx.eventually('the first member\'s assignment', () => first.assignment.length === PARTITIONS);
-      const second = await ctx.member(ctx.ports(config));
-      await ctx.eventually('the partitions split between the members', () => split(first, second, partitionsOf(topic, PARTITIONS)));
-      const settled = first.rebalancingSettled[0];
-      expect(settled, 'the first member\'s onRebalancing settled').toBeDefined();
-      const firstAssigned = second.assignments.find((a) => a.partitions.length > 0)?.at;
-      expect(firstAssigned, 'the second member\'s first assignment with partitions').toBeDefined();
-      expect(firstAssigned!).toBeGreaterThan(settled!);
-      expect(first.assignments[first.assignments.length - 1]!.at).toBeGreaterThan(settled!);
-    }, timeout);
-
     it.skipIf(!cooperative)('cooperative: onRevoked names the partitions that move before they move; the new owner starts where the old one committed in onRevoked; retained partitions keep their position', async () => {
       const [topic] = await ctx.topics(1, PARTITIONS) as [string];
       const all = partitionsOf(topic, PARTITIONS);

@@ -25,11 +25,6 @@
  * Cluster, as patch 10's fetch-size hint) that a join starts: the session watchdog
  * (session-watchdog.ts) checks nothing while the member joins, and kafkajs emits REBALANCING
  * before only some of its joins (docs/kafkajs-notes.md §1, caveats c and d).
- * And it waits, before the join, for what a listener registered with `beforeJoin` hands it: the
- * adapter's commits at REBALANCING (group-consumer.ts). kafkajs' own REBALANCING event is a plain
- * emit whose listeners nobody awaits, emitted just before the join (`runner.js:122-127`), so
- * without this wait the member rejoined while its tasks' commits were still under way, and the
- * new owners' InitProducerIds met the transactions (docs/kafkajs-notes.md §1 "Hooks").
  * It replaces two methods on kafkajs' ConsumerGroup prototype, so the check is by identity. It
  * loads kafkajs' consumer files (Batch requires the file patch 1 replaces), so it is installed
  * after patch 1.
@@ -68,17 +63,6 @@ export function onJoinStart(cluster: object, listener: () => void): void {
   joinListeners.set(cluster, listener);
 }
 
-const beforeJoinListeners = new WeakMap<object, () => Promise<void> | undefined>();
-
-/**
- * From now on, each join of the consumer whose kafkajs Cluster is `cluster` first waits for the
- * promise `listener` returns, if any (it is the listener's to bound: the member sends no
- * heartbeat meanwhile). Failures are the listener's too: a rejection is ignored here.
- */
-export function beforeJoin(cluster: object, listener: () => Promise<void> | undefined): void {
-  beforeJoinListeners.set(cluster, listener);
-}
-
 /** kafkajs' own methods, kept by install(). */
 let kafkajsHeartbeat: Heartbeat | undefined;
 let kafkajsJoinAndSync: JoinAndSync | undefined;
@@ -99,8 +83,6 @@ export const joinAndSync: JoinAndSync = async function joinAndSync(this: Consume
   delete this[REJOIN];
   if (this.cluster !== undefined) joinListeners.get(this.cluster)?.();
   try {
-    const wait = this.cluster === undefined ? undefined : beforeJoinListeners.get(this.cluster)?.();
-    if (wait !== undefined) await wait.catch(() => undefined);
     await kafkajsJoinAndSync!.apply(this, args);
   } finally {
     this[JOINS] = (this[JOINS] ?? 0) + 1;

@@ -103,3 +103,39 @@ describe('a commit in flight', () => {
     expect(await h.counts('counts', 0, true)).toEqual(new Map([['x', 3], ['y', 1], ['z', 1]]));
   });
 });
+
+describe('a commit in flight when an eager rebalance moves its task', () => {
+  it('fenced by the new owner: logged at info as expected, not as a warning, and the task is not re-opened here', async () => {
+    const logged: Array<{ level: string; msg: string }> = [];
+    const logger = {
+      warn: (_o: unknown, msg?: string) => { logged.push({ level: 'warn', msg: msg ?? '' }); },
+      info: (_o: unknown, msg?: string) => { logged.push({ level: 'info', msg: msg ?? '' }); },
+      error: (_o: unknown, msg?: string) => { logged.push({ level: 'error', msg: msg ?? '' }); },
+      debug: () => undefined,
+    };
+    const broker = brokerWithTopics(['in', 'out'], 1);
+    const h = await startHarness({ topology: countTopology(), partitions: 1, broker, logger, options: { commitIntervalMs: 3_600_000 } });
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await h.manager.control.idle();
+    for (const key of ['x', 'y']) send(broker, 'in', 0, key, 'v');
+    await h.pump();
+    let release!: () => void;
+    h.failures.commitGate = new Promise((r) => { release = r; });
+    const task = h.manager.localTasks()[0]!;
+    h.manager.requestCommit(task);
+    await until('the commit in flight', () => task.committing && broker.calls.includes('commit'));
+    // The new owner's InitProducerId, then this member's new assignment without the task.
+    const id = broker.calls.find((c) => c.startsWith('init:'))!.slice('init:'.length);
+    broker.initProducer(id);
+    h.ports.consumer.assign([]);
+    delete h.failures.commitGate;
+    release();
+    await h.manager.control.idle();
+    await new Promise((r) => setTimeout(r, 300)); // past the first re-open back-off (200 ms)
+    await h.manager.control.idle();
+    expect(logged.filter((l) => l.msg.startsWith('commit of a revoked task fenced'))).toHaveLength(1);
+    expect(logged.filter((l) => l.level === 'warn')).toEqual([]);
+    expect(broker.calls.filter((c) => c.startsWith('init:'))).toHaveLength(1); // not re-opened
+    expect(h.manager.localTasks()).toEqual([]);
+  });
+});

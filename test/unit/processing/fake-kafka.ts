@@ -53,19 +53,11 @@ export class FakeBroker {
    * Eager, as kafkajs': the members that were already there hear onRebalancing, then every
    * member gets its whole new assignment, positions re-read from the committed offsets (assign()).
    * Partition p of every subscribed topic goes to member p mod n in join order, keeping a task's
-   * partitions together as the task-aware assigner does. A member whose onRebalancing returned a
-   * promise rejoins once it has settled, as the kafkajs adapter does: the assignment waits for it.
+   * partitions together as the task-aware assigner does.
    */
   private rebalance(groupId: string, members: FakeConsumer[], notified: readonly FakeConsumer[]): void {
     this.members.set(groupId, members);
-    const waits = notified.map((m) => m.handlers?.onRebalancing()).filter((w): w is Promise<void> => w !== undefined);
-    if (waits.length === 0) this.assignShares(members);
-    else void Promise.allSettled(waits).then(() => {
-      if (this.members.get(groupId) === members) this.assignShares(members);
-    });
-  }
-
-  private assignShares(members: FakeConsumer[]): void {
+    for (const m of notified) m.handlers?.onRebalancing();
     const shares = members.map((): TopicPartition[] => []);
     const topics = [...new Set(members.flatMap((m) => m.topics ?? []))];
     for (const topic of topics) {
