@@ -74,6 +74,8 @@ class TransactionalTaskProducer implements TaskProducer {
   private readonly producer: Producer;
   private txn: Transaction | null = null;
   private connected = false;
+  /** A connect started by preconnect() that init() has not awaited yet. */
+  private connecting: Promise<void> | null = null;
 
   constructor(kafka: Kafka, readonly transactionalId: string, private readonly options: TaskProducerOptions, private readonly onClose: (p: TransactionalTaskProducer) => void = () => undefined) {
     this.producer = kafka.producer({
@@ -88,10 +90,20 @@ class TransactionalTaskProducer implements TaskProducer {
     });
   }
 
+  /** Starts connecting (brokers, metadata) ahead of init(), which then only asks for the producer id. */
+  preconnect(): void {
+    if (this.connected || this.connecting !== null) return;
+    const connecting = this.producer.connect();
+    connecting.catch(() => undefined); // init() awaits it and reports the failure
+    this.connecting = connecting;
+  }
+
   async init(): Promise<void> {
     try {
       if (!this.connected) {
-        await this.producer.connect();
+        const connecting = this.connecting ?? this.producer.connect();
+        this.connecting = null;
+        await connecting;
         this.connected = true;
       }
       this.txn = await this.producer.transaction();
@@ -199,14 +211,39 @@ export function createTaskProducerFactory(kafka: Kafka, options: TaskProducerOpt
   // Every transactional producer not closed yet: close() releases them all, so a task whose
   // close never ran (a stop that timed out, a failed start) leaves no sockets behind.
   const open = new Set<TransactionalTaskProducer>();
+  // Connected ahead of their tasks' opens (prepare), not handed over yet.
+  const prepared = new Map<string, TransactionalTaskProducer>();
+  const newProducer = (transactionalId: string): TransactionalTaskProducer => {
+    const producer = new TransactionalTaskProducer(kafka, transactionalId, options, (p) => open.delete(p));
+    open.add(producer);
+    return producer;
+  };
   return {
     create: (transactionalId) => {
       if (transactionalId === null) return new SharedIdempotentProducer(getShared);
-      const producer = new TransactionalTaskProducer(kafka, transactionalId, options, (p) => open.delete(p));
-      open.add(producer);
-      return producer;
+      const ready = prepared.get(transactionalId);
+      prepared.delete(transactionalId);
+      return ready ?? newProducer(transactionalId);
+    },
+    // Most of a kafkajs producer's set-up is its connect(), not its InitProducerId
+    // (docs/kafkajs-notes.md §5 "Connecting ahead"): that part can happen before the task moves.
+    prepare: (transactionalIds) => {
+      for (const id of transactionalIds) {
+        if (prepared.has(id)) continue;
+        const producer = newProducer(id);
+        producer.preconnect();
+        prepared.set(id, producer);
+      }
+    },
+    releasePrepared: (keep) => {
+      for (const [id, producer] of prepared) {
+        if (keep(id)) continue;
+        prepared.delete(id);
+        void producer.close().catch(() => undefined);
+      }
     },
     close: async () => {
+      prepared.clear();
       const producer = shared;
       shared = null;
       const closing = [...open].map((p) => p.close().catch(() => undefined));

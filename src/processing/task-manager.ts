@@ -23,6 +23,7 @@ import { TaskOpener } from './task-opener.js';
 import { TaskRecovery } from './task-recovery.js';
 import { TaskOperations } from './task-operations.js';
 import { fullSlices, ProcessingLoop } from './processing-loop.js';
+import { PreparedProducers } from './prepared-producers.js';
 import { taskIdFor } from './topic-names.js';
 import { TaskAssignment } from './task-assignment.js';
 import { MANAGER_TRANSITIONS, type ManagerState, type TaskManagerDeps } from './task-manager-contract.js';
@@ -67,6 +68,7 @@ export class TaskManager implements ConsumerHandlers {
   private readonly standbys: StandbyTasks | null;
   /** The tasks kept warm for a join (warmUp), until assignments end it. */
   private readonly warmth: JoinWarmth;
+  private readonly preparedProducers: PreparedProducers;
   /** Every store partition open here, active and standby, for the query layer. */
   readonly stores = new StoreRegistry();
 
@@ -143,6 +145,10 @@ export class TaskManager implements ConsumerHandlers {
       releaseStandby: (taskId) => this.standbys?.release(taskId),
     });
     this.warmth = new JoinWarmth(this.clock);
+    this.preparedProducers = new PreparedProducers({
+      producers: deps.ports.producers, applicationId: appId, plans: this.plans,
+      perTaskTransactions: options.processingGuarantee === 'exactly_once' && !this.commits.instanceTransaction,
+    });
     const placement = options.numStandbyReplicas === 0 ? undefined : deps.standbyPlacement;
     const hasState = this.plans.some((plan) => plan.changelogTopics.size > 0);
     this.standbys = placement === undefined && (options.warmupTimeoutMs === 0 || !hasState) ? null : new StandbyTasks({
@@ -244,6 +250,7 @@ export class TaskManager implements ConsumerHandlers {
   onAssignment(assignment: readonly TopicPartition[]): void {
     this.assignment.assign(assignment);
     this.warmth.assigned(assignment.length);
+    if (this.warmth.wanted() === null) this.preparedProducers.assigned(assignment);
   }
 
   /**
@@ -255,7 +262,9 @@ export class TaskManager implements ConsumerHandlers {
     const standbys = this.standbys;
     const { options } = this.deps;
     if (standbys === null || options.warmupTimeoutMs === 0) return null;
-    this.warmth.begin(tasksWithState(this.plans, partitionsOfStore));
+    const warming = tasksWithState(this.plans, partitionsOfStore);
+    this.warmth.begin(warming);
+    this.preparedProducers.warming(warming);
     return warmUp({
       round: () => standbys.catchUp(),
       timeoutMs: options.warmupTimeoutMs,

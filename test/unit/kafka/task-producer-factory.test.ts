@@ -58,3 +58,50 @@ describe('the transactional producers of the factory', () => {
     expect(disconnected).toEqual(['app-in-0', 'app-in-1']);
   });
 });
+
+describe('prepared transactional producers (a joining instance\'s warm-up)', () => {
+  it('connect without InitProducerId; create() hands the prepared one over and its init only asks for the producer id; releasePrepared closes the rest', async () => {
+    const calls: string[] = [];
+    const kafka = {
+      producer: ({ transactionalId }: { transactionalId: string }) => ({
+        connect: async () => { calls.push(`connect ${transactionalId}`); },
+        transaction: async () => { calls.push(`InitProducerId ${transactionalId}`); return { isActive: () => true }; },
+        disconnect: async () => { calls.push(`disconnect ${transactionalId}`); },
+      }),
+    } as unknown as Kafka;
+    const factory = createTaskProducerFactory(kafka, { groupId: 'g' });
+    factory.prepare!(['app-in-0', 'app-in-1']);
+    factory.prepare!(['app-in-0']); // once per id
+    await new Promise((r) => setImmediate(r));
+    expect(calls).toEqual(['connect app-in-0', 'connect app-in-1']);
+
+    const producer = factory.create('app-in-0');
+    factory.releasePrepared!((id) => id === 'app-in-0');
+    await producer.init();
+    await new Promise((r) => setImmediate(r));
+    expect(calls.slice(2).sort()).toEqual(['InitProducerId app-in-0', 'disconnect app-in-1']);
+    // A task created afresh later connects on its own.
+    await factory.create('app-in-1').init();
+    expect(calls.slice(4)).toEqual(['connect app-in-1', 'InitProducerId app-in-1']);
+    await factory.close();
+  });
+
+  it('a prepared connect that failed is reported by init(), which connects again on the next try', async () => {
+    let failures = 1;
+    const kafka = {
+      producer: () => ({
+        connect: async () => {
+          if (failures-- > 0) throw Object.assign(new Error('connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' });
+        },
+        transaction: async () => ({ isActive: () => true }),
+        disconnect: async () => undefined,
+      }),
+    } as unknown as Kafka;
+    const factory = createTaskProducerFactory(kafka, { groupId: 'g' });
+    factory.prepare!(['app-in-0']);
+    const producer = factory.create('app-in-0');
+    await expect(producer.init()).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE' });
+    await expect(producer.init()).resolves.toBeUndefined();
+    await factory.close();
+  });
+});

@@ -20,6 +20,7 @@ import { brokerWithTopics, countTopology } from './processing-fixture.js';
 import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
 import { ControlQueue } from '../../../src/processing/control-queue.js';
 import { StandbyTasks } from '../../../src/processing/standby-tasks.js';
+import type { KafkaPorts, ProducerFactoryPort, TaskProducer } from '../../../src/processing/ports.js';
 
 async function countsOf(stores: TaskStores): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
@@ -168,6 +169,59 @@ describe('a task manager that warms up before it joins', () => {
     expect(await countsOf(b.localTasks()[0]!.stores!)).toEqual(new Map([['x', 3], ['y', 1], ['z', 1]]));
     // No standby replicas wanted (numStandbyReplicas 0): partition 1's warm standby goes at the next poll.
     await until(() => b.standbyTasks().length === 0);
+    await b.closeAll();
+  });
+
+  it('exactly-once v1 (a producer per task): connects every warmed task\'s producer before the join; the assigned task opens with its own, the others close', async () => {
+    const topology = countTopology();
+    const broker = brokerWithTopics(['in', 'out'], 2);
+    broker.createTopic('app-counts-changelog', 2);
+    const ports = fakePorts(broker, 'app');
+    const prepared = new Map<string, TaskProducer>();
+    const seen = { prepared: [] as string[], handedOver: [] as string[], released: [] as string[] };
+    const producers: ProducerFactoryPort = {
+      create: (id) => {
+        const ready = id === null ? undefined : prepared.get(id);
+        if (ready === undefined || id === null) return ports.producers.create(id);
+        prepared.delete(id);
+        seen.handedOver.push(id);
+        return ready;
+      },
+      prepare: (ids) => {
+        for (const id of ids) {
+          seen.prepared.push(id);
+          prepared.set(id, ports.producers.create(id));
+        }
+      },
+      releasePrepared: (keep) => {
+        for (const id of [...prepared.keys()]) {
+          if (keep(id)) continue;
+          prepared.delete(id);
+          seen.released.push(id);
+        }
+      },
+      close: () => ports.producers.close(),
+    };
+    const withPrepare: KafkaPorts = { ...ports, producers };
+    const b = new TaskManager({
+      topology,
+      options: parseProcessingOptions({ applicationId: 'app', commitIntervalMs: 3_600_000, standbyPollMs: 10 }),
+      ports: withPrepare,
+      engine: createInMemoryStoreEngine({ database: createInMemoryDatabase(), cacheMaxBytes: 0 }),
+      logger: silentLogger,
+      events: { onFatal: () => undefined },
+    });
+    b.start();
+    await b.warmUp(new Map([['counts', 2]]), () => false);
+    expect(seen.prepared.sort()).toEqual(['app-in-0', 'app-in-1']);
+    expect(broker.calls.filter((c) => c.startsWith('init:'))).toEqual([]); // connected only: no InitProducerId fences the owner
+
+    await ports.consumer.run(b);
+    ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await until(() => b.localTasks()[0]?.state === 'RUNNING');
+    expect(seen.handedOver).toEqual(['app-in-0']);
+    expect(seen.released).toEqual(['app-in-1']);
+    expect(broker.calls.filter((c) => c.startsWith('init:'))).toEqual(['init:app-in-0']);
     await b.closeAll();
   });
 
