@@ -26,14 +26,16 @@ function recordingClient(): { log(namespace: string, level: 'error' | 'warn' | '
 }
 
 describe('the kafkajs log mapping', () => {
-  it('logs routine retries at debug: a coordinator still loading, CONCURRENT_TRANSACTIONS, a rebalance', () => {
+  it('logs routine retries at debug: a coordinator still loading, CONCURRENT_TRANSACTIONS, a rebalance, a fenced producer', () => {
     const c = recordingClient();
     c.log('Consumer', 'error', "Crash: KafkaJSProtocolError: The coordinator is loading and hence can't process requests for this group", { groupId: 'g', retryCount: 0 });
     c.log('Producer', 'error', 'Failed to send messages: The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing', { retryCount: 0, retryTime: 18 });
     c.log('Runner', 'warn', 'The group is rebalancing, re-joining', { groupId: 'g', error: 'The group is rebalancing, so a rejoin is needed' });
     c.log('Runner', 'error', 'The coordinator is not aware of this member, re-joining the group', { groupId: 'g', error: 'The coordinator is not aware of this member' });
     c.log('Producer', 'error', 'Failed to send messages: There is no leader for this topic-partition as we are in the middle of a leadership election', { retryCount: 1, retryTime: 300 });
-    expect(c.lines.map(([level]) => level)).toEqual(['debug', 'debug', 'debug', 'debug', 'debug']);
+    // Fenced: the task's recovery reports it, at the level its cause deserves.
+    c.log('Producer', 'error', "Producer attempted an operation with an old epoch. Either there is a newer producer with the same transactionalId, or the producer's transaction has been expired by the broker", { retryCount: 0, retryTime: 24 });
+    expect(c.lines.map(([level]) => level)).toEqual(['debug', 'debug', 'debug', 'debug', 'debug', 'debug']);
   });
 
   it('logs other retried failures and consumer crashes at warn', () => {
