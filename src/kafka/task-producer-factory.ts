@@ -163,6 +163,10 @@ class TransactionalTaskProducer implements TaskProducer {
   async close(): Promise<void> {
     this.txn = null;
     this.onClose(this);
+    // A connect still under way (preconnect) would open sockets after the disconnect: let it end first.
+    const connecting = this.connecting;
+    this.connecting = null;
+    if (connecting !== null) await connecting.catch(() => undefined);
     const connected = this.connected;
     this.connected = false;
     // disconnect() even when connect() failed half-way: kafkajs may hold sockets of a failed connect.

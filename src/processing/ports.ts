@@ -226,8 +226,8 @@ export interface ProducerFactoryPort {
   create(transactionalId: string | null): TaskProducer;
   /**
    * Optional: connects the transactional producers of these ids ahead of their tasks' opens (an
-   * instance warming up to join), without InitProducerId, which would fence the tasks' current
-   * owners. create() hands a prepared one over; releasePrepared closes those `keep` says no to.
+   * instance warming up to join), without their transactional InitProducerId, which would fence
+   * the tasks' current owners. create() hands a prepared one over; releasePrepared closes those `keep` says no to.
    */
   prepare?(transactionalIds: readonly string[]): void;
   releasePrepared?(keep: (transactionalId: string) => boolean): void;

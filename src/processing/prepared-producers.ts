@@ -1,7 +1,7 @@
 /**
  * Exactly-once v1 (one transactional producer per task, kafkajs): an instance warming up to join
  * its group connects the producers of every task it warms (ProducerFactoryPort.prepare), so a
- * task the group then gives it opens with an InitProducerId only; most of a kafkajs producer's
+ * task the group then gives it opens with its transactional InitProducerId only; most of a kafkajs producer's
  * set-up is its connect (docs/kafkajs-notes.md §5 "Connecting ahead"). The assignment lets go of
  * the producers of the tasks it did not bring. Nothing is prepared under an instance transaction
  * (one producer for the instance) or at-least-once (one shared idempotent producer).
@@ -21,6 +21,8 @@ export interface PreparedProducersDeps {
 export class PreparedProducers {
   private readonly planById: ReadonlyMap<number, SubTopologyPlan>;
   private readonly planOfTopic = new Map<string, SubTopologyPlan>();
+  /** Some prepared producers may still wait for their tasks. */
+  private pending = false;
 
   constructor(private readonly deps: PreparedProducersDeps) {
     this.planById = new Map(deps.plans.map((plan) => [plan.id, plan]));
@@ -36,6 +38,7 @@ export class PreparedProducers {
       if (plan !== undefined) ids.push(transactionalIdFor(this.deps.applicationId, plan.transactionalTopic, t.partition));
     }
     this.deps.producers.prepare(ids);
+    this.pending = ids.length > 0;
   }
 
   /** The warm-up is over with this assignment: the prepared producers of its tasks stay for their opens (queued already), the others close. */
@@ -46,5 +49,19 @@ export class PreparedProducers {
       if (plan !== undefined) assigned.add(transactionalIdFor(this.deps.applicationId, plan.transactionalTopic, tp.partition));
     }
     this.deps.producers.releasePrepared?.((id) => assigned.has(id));
+    this.pending = false;
+  }
+
+  /**
+   * The warm-up ended without an assignment that brought tasks (an empty one, then its 30 s
+   * went by: JoinWarmth): every prepared producer closes. Returns undefined (the standby
+   * placement's caller goes on to the placement).
+   */
+  warmupOver(): undefined {
+    if (this.pending) {
+      this.pending = false;
+      this.deps.producers.releasePrepared?.(() => false);
+    }
+    return undefined;
   }
 }

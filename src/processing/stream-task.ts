@@ -214,7 +214,7 @@ export class StreamTask {
   }
 
   canProcess(): boolean {
-    return this.state === 'RUNNING' && !this.revoked && this.rollback === null && this.buffered() > 0;
+    return this.state === 'RUNNING' && !this.revoked && this.rollback === null && this.commits.processingAllowed && this.buffered() > 0;
   }
 
   uncommittedBytes(): number {

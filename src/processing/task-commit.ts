@@ -63,6 +63,8 @@ export interface CutContent {
 
 export class TaskCommit {
   private isCommitting = false;
+  /** A commit has started and not cut its transaction yet (it may be awaiting an abort): the task processes nothing until it has. */
+  private beforeCut = false;
   private lastCommit = 0;
   /** The input position of the last commit (or of the open): where a rolled-back task resumes. */
   private readonly committedOffsets = new Map<string, number>();
@@ -93,6 +95,11 @@ export class TaskCommit {
    */
   get committing(): boolean {
     return this.isCommitting;
+  }
+
+  /** The task may process: no commit of its is between its start and its cut. */
+  get processingAllowed(): boolean {
+    return !this.beforeCut;
   }
 
   get lastCommitAt(): number {
@@ -136,6 +143,7 @@ export class TaskCommit {
     if (this.processor.rollback !== null) await this.processor.rollbackAndReplay();
     const step = (s: CommitStep): void => this.config.onCommitStep?.(s, this.config.id);
     this.isCommitting = true;
+    this.beforeCut = true;
     let captured: CapturedCommit | null = null;
     try {
       this.processor.flushAll();
@@ -148,12 +156,15 @@ export class TaskCommit {
         this.processor.abortAndReplay();
         this.processor.flushAll();
       }
-      // The cut: one synchronous step, so it is one instant of the task's processing.
+      // The cut: one synchronous step, so it is one instant of the task's processing. The
+      // capture first: it flushes what is still dirty, whose changelog records must join the
+      // sealed output, not the next transaction's.
       const records = this.processor.records;
       const offsets = this.inputOffsets();
-      const output = this.output.seal(producer);
       captured = stores.capture();
+      const output = this.output.seal(producer);
       this.processor.closeTransaction();
+      this.beforeCut = false;
       step('after-flush');
       await output.drained();
       step('after-send');
@@ -188,6 +199,7 @@ export class TaskCommit {
       throw error;
     } finally {
       this.isCommitting = false;
+      this.beforeCut = false;
     }
   }
 

@@ -161,7 +161,7 @@ export class TaskManager implements ConsumerHandlers {
       clock: this.clock,
       pollMs: options.standbyPollMs,
       // While warming up for a join, every task with state; then the placement's (join-warmup.ts).
-      wanted: () => this.warmth.wanted() ?? placement?.() ?? [],
+      wanted: () => this.warmth.wanted() ?? this.preparedProducers.warmupOver() ?? placement?.() ?? [],
       isActive: (taskId) => this.tasks.has(taskId),
       activeOpening: () => this.anyOpening(),
       registry: this.stores,

@@ -73,10 +73,10 @@ export class TaskOperations {
    * A lost assignment (TaskManager.onRevoked with `lost`): the task, revoked already, stops
    * answering as active now (StreamTask.suspend), and rolls back in the queue, after whatever
    * runs for it there. Not at once: a commit of its in flight (its own transaction, exactly-once
-   * v1) would otherwise race the rollback — the store commit writing a batch the rollback had
-   * emptied, under changelog offsets that count what was in it, or the rollback dropping work
-   * the Kafka transaction then commits. The commit settles first, either way: committed, its
-   * store write is whole; failed, TaskRecovery rolls the task back, and this finds nothing left.
+   * v1) would otherwise race the rollback — the rollback discarding the producer the commit is
+   * using, while the Kafka transaction's outcome (and so what the task has committed) is not
+   * known yet. The commit settles first, either way: committed, its store write is whole;
+   * failed, TaskRecovery rolls the task back, and this finds nothing left.
    * The same for an open in flight (it gives up once it sees the task revoked, leaving a
    * producer attached that is discarded here) and a rollback's replay.
    */

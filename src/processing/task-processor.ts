@@ -4,7 +4,8 @@
  * back and replays it without a failed record, and settles the aborts processors ask for at the
  * commit point. It keeps the task's input position and what a replay needs (TransactionInputs:
  * the transaction's records and skips). Everything it does stays uncommitted until the task's
- * commit side (TaskCommit) takes it; dropUncommitted() returns it to the last commit.
+ * commit side (TaskCommit) cuts it; dropUncommitted() returns it to the last cut (a cut whose
+ * commit is in flight stays in the store's committing layer until it lands or fails).
  *
  * Separate from StreamTask so that the task shows its lifecycle, and from TaskCommit so that the
  * commit protocol does not hide among the error paths. TaskNodeRunner is what the processors see.
@@ -312,7 +313,7 @@ export class TaskProcessor {
     return inputs;
   }
 
-  /** Drops everything since the last commit (stores, pending output, replay list). The Kafka side is the caller's. */
+  /** Drops everything since the last cut (stores, pending output, replay list). The Kafka side is the caller's. */
   dropUncommitted(): void {
     this.inputs.clear();
     this.dropAllButInputs();

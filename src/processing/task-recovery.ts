@@ -54,12 +54,12 @@ export class TaskRecovery {
     const fenced = isIqgateError(error, 'PRODUCER_FENCED');
     const attempts = (this.failures.get(task.id) ?? 0) + 1;
     this.failures.set(task.id, attempts);
-    if (task.revoked) {
-      // The rebalance took the task away while its commit was in flight (eager, kafkajs): the new
-      // owner's InitProducerId fenced it (PRODUCER_FENCED), or was aborting it just then
-      // (CONCURRENT_TRANSACTIONS). What it carried is processed again there, from the offsets
-      // committed before it. The re-open below runs only if the task was assigned here again.
-      this.deps.logger.info({ taskId: task.id, err: error, fenced }, 'commit of a revoked task failed (expected at an eager rebalance: its new owner took over); rolled back');
+    if (task.revoked && fenced) {
+      // The rebalance took the task away while its commit was in flight (eager, kafkajs), and the
+      // new owner's InitProducerId fenced it. What it carried is processed again there, from the
+      // offsets committed before it. The re-open below runs only if the task was assigned here
+      // again. Any other failure of a revoked task's commit is a warning, as before.
+      this.deps.logger.info({ taskId: task.id, err: error, fenced }, 'commit of a revoked task fenced (expected at an eager rebalance: its new owner took over); rolled back');
     } else {
       // `logged`: the caller said it once for many tasks (a failed instance transaction).
       const log = options.logged === true ? this.deps.logger.info.bind(this.deps.logger) : this.deps.logger.warn.bind(this.deps.logger);

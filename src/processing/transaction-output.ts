@@ -145,7 +145,7 @@ export class TransactionOutput {
     return sends;
   }
 
-  /** Waits for in-flight sends, ignoring their failures (before an abort). */
+  /** Waits for the open transaction's in-flight sends (not a sealed one's), ignoring their failures (before an abort). */
   async settle(): Promise<void> {
     await this.sends.chain.catch(() => undefined);
   }

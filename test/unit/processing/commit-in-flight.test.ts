@@ -5,6 +5,9 @@
  * (its output held until the commit has ended), and a commit that fails takes both back.
  */
 import { describe, expect, it } from 'vitest';
+import { parseProcessingOptions } from '../../../src/processing/processing-options.js';
+import { TopologyBuilder } from '../../../src/processing/topology.js';
+import { serdes } from '../../../src/store/serdes.js';
 import type { Harness } from './manager-harness.js';
 import { send, startHarness } from './manager-harness.js';
 import { brokerWithTopics, countTopology } from './processing-fixture.js';
@@ -27,7 +30,7 @@ function outputOf(broker: FakeBroker): { all: number; committed: string[] } {
 
 async function startWithThreeRecords(guarantee: 'exactly_once' | 'at_least_once'): Promise<{ h: Harness; broker: FakeBroker; release: () => void }> {
   const broker = brokerWithTopics(['in', 'out'], 1);
-  const h = await startHarness({ topology: countTopology(), partitions: 1, broker, options: { processingGuarantee: guarantee, commitIntervalMs: 3_600_000 } });
+  const h = await startHarness({ topology: countTopology(), partitions: 1, broker, options: { processingGuarantee: guarantee, commitIntervalMs: 3_600_000, sendAheadRecords: 1 } });
   h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
   await h.manager.control.idle();
   for (const key of ['x', 'x', 'y']) send(broker, 'in', 0, key, 'v');
@@ -133,9 +136,50 @@ describe('a commit in flight when an eager rebalance moves its task', () => {
     await h.manager.control.idle();
     await new Promise((r) => setTimeout(r, 300)); // past the first re-open back-off (200 ms)
     await h.manager.control.idle();
-    expect(logged.filter((l) => l.level === 'info' && l.msg.startsWith('commit of a revoked task failed'))).toHaveLength(1);
+    expect(logged.filter((l) => l.level === 'info' && l.msg.startsWith('commit of a revoked task fenced'))).toHaveLength(1);
     expect(logged.filter((l) => l.level === 'warn')).toEqual([]);
     expect(broker.calls.filter((c) => c.startsWith('init:'))).toHaveLength(1); // not re-opened
     expect(h.manager.localTasks()).toEqual([]);
+  });
+});
+
+describe('a commit that must first abort its transaction in Kafka (a processor asked to abort it)', () => {
+  it('lets its task process nothing until the cut, so a record failing meanwhile is dead-lettered and nothing is lost', async () => {
+    const b = new TopologyBuilder();
+    b.addSource('src', 'in', serdes.string, serdes.string);
+    b.addStore('counts', serdes.string, serdes.int32);
+    b.addProcessor<string, string>('count', (record, ctx) => {
+      if (record.value === 'boom') throw new Error('boom');
+      const store = ctx.store<string, number>('counts');
+      store.put(record.key, (store.get(record.key) ?? 0) + 1);
+      ctx.forward({ key: record.key, value: 1, timestamp: record.timestamp });
+      if (record.value === 'abort') ctx.abortTransaction('asked');
+    }, ['src'], ['counts']);
+    b.addSink('sink', 'out', serdes.string, serdes.int32, ['count']);
+    const broker = brokerWithTopics(['in', 'out'], 1);
+    const h = await startHarness({ topology: b.build(), partitions: 1, broker, options: { commitIntervalMs: 3_600_000, sendAheadRecords: 1, processingErrors: 'dead-letter' } });
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await h.manager.control.idle();
+    send(broker, 'in', 0, 'k', 'a');
+    send(broker, 'in', 0, 'k', 'abort');
+    await h.pump(); // both sent ahead: the abort needs Kafka
+    let release!: () => void;
+    h.failures.abortGate = new Promise((r) => { release = r; });
+    const task = h.manager.localTasks()[0]!;
+    h.manager.requestCommit(task);
+    await until('the abort in flight', () => broker.calls.includes('abort'));
+    send(broker, 'in', 0, 'k', 'boom');
+    send(broker, 'in', 0, 'k', 'c');
+    await h.pump();
+    delete h.failures.abortGate;
+    release();
+    await h.manager.control.idle();
+    await h.pump();
+    await h.commitAll();
+    expect(broker.groupOffsets.get('app:in:0')).toBe(4);
+    expect(await h.counts('counts', 0, true)).toEqual(new Map([['k', 2]])); // a and c; abort consumed without effect
+    const deadLetters = broker.readCommitted(parseProcessingOptions({ applicationId: 'app' }).deadLetterTopic, 0, 0).records;
+    expect(deadLetters.map((r) => r.value?.toString())).toEqual(['boom']);
+    expect(h.fatal).toEqual([]);
   });
 });

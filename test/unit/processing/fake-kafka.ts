@@ -179,6 +179,7 @@ class FakeProducer implements TaskProducer {
   }
   async abort(): Promise<void> {
     this.broker.calls.push('abort');
+    if (this.failures.abortGate !== undefined) await this.failures.abortGate;
     this.pendingOffsets = [];
     if (this.transactionalId === null) return;
     try {
@@ -271,6 +272,8 @@ export interface FakeFailures {
   initFailures?: number;
   /** A task producer's commit waits for this first: a commit the test holds in flight. */
   commitGate?: Promise<void>;
+  /** A task producer's abort waits for this first. */
+  abortGate?: Promise<void>;
 }
 
 export class FakeConsumer implements GroupConsumerPort {
