@@ -12,13 +12,14 @@
  *  8. partition-leader-lookup      partition leaders looked up in linear time (CPU while tasks open)
  *  9. rebalance-heartbeat          no heartbeat per batch once the group is rebalancing (rebalance time)
  * 10. fetch-size                   a consumer's fetch size can change while it runs (queries under load)
+ * 11. transaction-retry            transaction steps retried from 25 ms, not kafkajs' 300 ms defaults (task moves, commits)
  *
  * Import this module before anything that imports kafkajs. Patches 1, 2 and 5 replace one of
  * kafkajs' files in Node's CommonJS module cache, which kafkajs then requires; a file kafkajs
  * has already loaded keeps its original (see kafkajs-patches/kafkajs-patch.ts). Loading kafkajs
  * loads the files of 1 and 2; that of 5 only with its first produce request. The others replace
  * methods on kafkajs' prototypes. All are installed here, in this order, when this module is
- * evaluated; the prototype patches 3, 4, 6, 7 and 8 load only kafkajs' cluster, network, encoder
+ * evaluated; the prototype patches 3, 4, 6, 7, 8 and 11 load only kafkajs' cluster, network, encoder
  * and errors files, which require none of the files that 1, 2 and 5 replace (the checks would
  * fail otherwise); 9 and 10 load kafkajs' consumer files, whose Batch requires the file 1
  * replaces, and so come after 1.
@@ -35,6 +36,7 @@ import { recordEncoderPatch } from './kafkajs-patches/record-encoder.js';
 import { requestQueueTimerPatch } from './kafkajs-patches/request-queue-timer.js';
 import { sharedMetadataPatch } from './kafkajs-patches/shared-metadata.js';
 import { targetedMetadataPatch } from './kafkajs-patches/targeted-metadata.js';
+import { transactionRetryPatch } from './kafkajs-patches/transaction-retry.js';
 
 export type { KafkajsPatch } from './kafkajs-patches/kafkajs-patch.js';
 
@@ -50,6 +52,7 @@ export const KAFKAJS_PATCHES: readonly KafkajsPatch[] = [
   partitionLeaderLookupPatch,
   rebalanceHeartbeatPatch,
   fetchSizePatch,
+  transactionRetryPatch,
 ];
 
 for (const patch of KAFKAJS_PATCHES) patch.install();

@@ -69,6 +69,7 @@ const kafkajsInternals = `
       require('kafkajs/src/consumer/consumerGroup').prototype.heartbeat,
       require('kafkajs/src/consumer/consumerGroup').prototype.joinAndSync,
       require('kafkajs/src/consumer/consumerGroup').prototype.fetch,
+      Object.getOwnPropertyDescriptor(require('kafkajs/src/cluster').prototype, 'retry')?.get,
     ];
   };`;
 
@@ -107,7 +108,7 @@ describe('the kafkajs patch check', () => {
   it('fails every patch\'s check() before its install(), naming the patch; the entry module lists every patch', async () => {
     const outcomes = JSON.parse(await inFreshProcess(`${loadPatches} console.log(JSON.stringify(outcomes()));`)) as Record<string, string>;
     expect(Object.keys(outcomes).sort()).toEqual([...names].sort());
-    expect(names).toHaveLength(10);
+    expect(names).toHaveLength(11);
     for (const name of names) expect(outcomes[name]).toBe(`INVALID_CONFIG ${name}`);
   }, 40_000);
 
@@ -150,6 +151,7 @@ describe('the kafkajs patch check', () => {
       'partition-leader-lookup': 'ok',
       'rebalance-heartbeat': 'ok',
       'fetch-size': 'ok',
+      'transaction-retry': 'ok',
     });
   }, 40_000);
 
