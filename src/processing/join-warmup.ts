@@ -114,7 +114,8 @@ export class JoinWarmth {
   private tasks: readonly TaskRef[] | null = null;
   private endsAt: number | null = null;
 
-  constructor(private readonly clock: () => number) {}
+  /** `onExpired`: the warm-up ended after an empty assignment, its time gone by (not by an assignment with tasks). */
+  constructor(private readonly clock: () => number, private readonly onExpired: () => void = () => undefined) {}
 
   begin(tasks: readonly TaskRef[]): void {
     this.tasks = tasks;
@@ -128,7 +129,10 @@ export class JoinWarmth {
 
   /** The tasks to keep warm now; null once the warm-up is over. */
   wanted(): readonly TaskRef[] | null {
-    if (this.tasks !== null && this.endsAt !== null && this.clock() >= this.endsAt) this.tasks = null;
+    if (this.tasks !== null && this.endsAt !== null && this.clock() >= this.endsAt) {
+      this.tasks = null;
+      this.onExpired();
+    }
     return this.tasks;
   }
 }

@@ -43,6 +43,7 @@ export class PreparedProducers {
 
   /** The warm-up is over with this assignment: the prepared producers of its tasks stay for their opens (queued already), the others close. */
   assigned(assignment: readonly TopicPartition[]): void {
+    if (!this.pending) return;
     const assigned = new Set<string>();
     for (const tp of assignment) {
       const plan = this.planOfTopic.get(tp.topic);
@@ -52,16 +53,10 @@ export class PreparedProducers {
     this.pending = false;
   }
 
-  /**
-   * The warm-up ended without an assignment that brought tasks (an empty one, then its 30 s
-   * went by: JoinWarmth): every prepared producer closes. Returns undefined (the standby
-   * placement's caller goes on to the placement).
-   */
-  warmupOver(): undefined {
-    if (this.pending) {
-      this.pending = false;
-      this.deps.producers.releasePrepared?.(() => false);
-    }
-    return undefined;
+  /** The warm-up ended without an assignment that brought tasks (an empty one, then its 30 s went by: JoinWarmth): every prepared producer closes. */
+  warmupOver(): void {
+    if (!this.pending) return;
+    this.pending = false;
+    this.deps.producers.releasePrepared?.(() => false);
   }
 }

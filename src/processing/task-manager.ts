@@ -144,7 +144,7 @@ export class TaskManager implements ConsumerHandlers {
       processing: this.processing, stores: this.stores, logger: deps.logger,
       releaseStandby: (taskId) => this.standbys?.release(taskId),
     });
-    this.warmth = new JoinWarmth(this.clock);
+    this.warmth = new JoinWarmth(this.clock, () => this.preparedProducers.warmupOver());
     this.preparedProducers = new PreparedProducers({
       producers: deps.ports.producers, applicationId: appId, plans: this.plans,
       perTaskTransactions: options.processingGuarantee === 'exactly_once' && !this.commits.instanceTransaction,
@@ -161,7 +161,7 @@ export class TaskManager implements ConsumerHandlers {
       clock: this.clock,
       pollMs: options.standbyPollMs,
       // While warming up for a join, every task with state; then the placement's (join-warmup.ts).
-      wanted: () => this.warmth.wanted() ?? this.preparedProducers.warmupOver() ?? placement?.() ?? [],
+      wanted: () => this.warmth.wanted() ?? placement?.() ?? [],
       isActive: (taskId) => this.tasks.has(taskId),
       activeOpening: () => this.anyOpening(),
       registry: this.stores,

@@ -10,16 +10,8 @@ import { TopologyBuilder } from '../../../src/processing/topology.js';
 import { serdes } from '../../../src/store/serdes.js';
 import type { Harness } from './manager-harness.js';
 import { send, startHarness } from './manager-harness.js';
-import { brokerWithTopics, countTopology } from './processing-fixture.js';
+import { brokerWithTopics, countTopology, waitFor } from './processing-fixture.js';
 import type { FakeBroker } from './fake-kafka.js';
-
-async function until(what: string, predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 20_000; i += 1) {
-    if (predicate()) return;
-    await new Promise((r) => setTimeout(r, i < 100 ? 0 : 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** Every record in the output partition, committed or not, and the committed ones (read_committed). */
 function outputOf(broker: FakeBroker): { all: number; committed: string[] } {
@@ -50,7 +42,7 @@ async function startWithThreeRecords(guarantee: 'exactly_once' | 'at_least_once'
   else consumer.commitGate = gate;
   const task = h.manager.localTasks()[0]!;
   h.manager.requestCommit(task);
-  await until('the commit in flight', () => task.committing && (exactlyOnce ? broker.calls.includes('commit') : consumer.offsetCommitsStarted === 1));
+  await waitFor(() => task.committing && (exactlyOnce ? broker.calls.includes('commit') : consumer.offsetCommitsStarted === 1));
   // Fetched and processed while the commit waits in Kafka.
   for (const key of ['x', 'z']) send(broker, 'in', 0, key, 'v');
   await h.pump();
@@ -66,7 +58,7 @@ describe('a commit in flight', () => {
     expect(outputOf(broker).all).toBe(3);
 
     release();
-    await until('the first commit', () => h.commits.length === 1);
+    await waitFor(() => h.commits.length === 1);
     expect(h.commits).toEqual([3]);
     expect(await h.counts('counts', 0, true)).toEqual(new Map([['x', 2], ['y', 1]]));
     expect(broker.groupOffsets.get('app:in:0')).toBe(3);
@@ -85,7 +77,7 @@ describe('a commit in flight', () => {
     h.failures.commitFailures = 1;
     release();
     // Rolled back and re-opened from what is committed (nothing): all five records again.
-    await until('the re-opened task', () => h.manager.localTasks()[0]?.state === 'RUNNING' && broker.calls.filter((c) => c.startsWith('init:')).length === 2);
+    await waitFor(() => h.manager.localTasks()[0]?.state === 'RUNNING' && broker.calls.filter((c) => c.startsWith('init:')).length === 2);
     await h.pump();
     await h.commitAll();
     expect(h.commits).toEqual([5]);
@@ -98,7 +90,7 @@ describe('a commit in flight', () => {
     const { h, broker, release } = await startWithThreeRecords('at_least_once');
     expect(await h.counts('counts', 0, false)).toEqual(new Map([['x', 3], ['y', 1], ['z', 1]]));
     release();
-    await until('the first commit', () => h.commits.length === 1);
+    await waitFor(() => h.commits.length === 1);
     expect(broker.groupOffsets.get('app:in:0')).toBe(3);
     expect(await h.counts('counts', 0, true)).toEqual(new Map([['x', 2], ['y', 1]]));
     await h.commitAll();
@@ -126,7 +118,7 @@ describe('a commit in flight when an eager rebalance moves its task', () => {
     h.failures.commitGate = new Promise((r) => { release = r; });
     const task = h.manager.localTasks()[0]!;
     h.manager.requestCommit(task);
-    await until('the commit in flight', () => task.committing && broker.calls.includes('commit'));
+    await waitFor(() => task.committing && broker.calls.includes('commit'));
     // The new owner's InitProducerId, then this member's new assignment without the task.
     const id = broker.calls.find((c) => c.startsWith('init:'))!.slice('init:'.length);
     broker.initProducer(id);
@@ -167,7 +159,7 @@ describe('a commit that must first abort its transaction in Kafka (a processor a
     h.failures.abortGate = new Promise((r) => { release = r; });
     const task = h.manager.localTasks()[0]!;
     h.manager.requestCommit(task);
-    await until('the abort in flight', () => broker.calls.includes('abort'));
+    await waitFor(() => broker.calls.includes('abort'));
     send(broker, 'in', 0, 'k', 'boom');
     send(broker, 'in', 0, 'k', 'c');
     await h.pump();
