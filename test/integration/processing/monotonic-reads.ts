@@ -12,7 +12,7 @@ export type Position = Record<string, Record<string, number>>;
 export interface MonotonicRead {
   getMany: {
     // int64 counts may come as strings.
-    entries: Array<{ key: string; value: string | number | null; found: boolean; partition: number; failure: { reason: string } | null }>;
+    entries: Array<{ key: string; value: string | number | null; found: boolean; partition: number; failure: { reason: string; message?: string } | null }>;
     partitions: Array<{ partition: number; position: Position | null; failure: { reason: string } | null; standby: boolean }>;
   };
 }
@@ -24,6 +24,8 @@ export class MonotonicReads {
   slowestReadMs = 0;
   readonly backwards: string[] = [];
   readonly failures = new Map<string, number>();
+  /** Each kind of failure (reason, partition, message) with when it was first and last seen, and how often. */
+  readonly failureSpans = new Map<string, { first: number; last: number; count: number }>();
   /** The partition each key was last read from. */
   readonly partitionOf = new Map<string, number>();
   private readonly last = new Map<string, number>();
@@ -50,6 +52,10 @@ export class MonotonicReads {
       this.partitionOf.set(entry.key, entry.partition);
       if (entry.failure !== null) {
         this.failures.set(entry.failure.reason, (this.failures.get(entry.failure.reason) ?? 0) + 1);
+        const kind = `${entry.failure.reason} p${entry.partition}: ${entry.failure.message ?? ''}`;
+        const span = this.failureSpans.get(kind);
+        if (span === undefined) this.failureSpans.set(kind, { first: started, last: started, count: 1 });
+        else Object.assign(span, { last: started, count: span.count + 1 });
         continue;
       }
       this.answered += 1;
