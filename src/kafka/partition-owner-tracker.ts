@@ -11,7 +11,12 @@
  * userData (docs/kafkajs-notes.md §3), so after each join every member asks the coordinator with
  * describeGroup, which returns every member's raw metadata and assignment, and decodes both.
  * Right after a join the group may still be CompletingRebalance (other members have not
- * synced yet): the refresh retries until the group is Stable.
+ * synced yet): the refresh retries until the group is Stable. A member that has no map yet (it
+ * has just started, and the group has been rebalancing since) takes the assignments such a
+ * description shows meanwhile — the members' last synced ones, which they keep serving through a
+ * cooperative rebalance — as a provisional map: routing by them beats knowing no owner at all
+ * (every non-local key NOT_PRESENT). The next Stable description replaces it; only a Stable one
+ * names the members (onMembers), so nothing is fenced on a provisional view.
  *
  * The refresh is network I/O, so it never runs inside the synchronous GROUP_JOIN listener or
  * eachBatch: `refresh()` starts it in the background and returns at once. A newer join (or
@@ -92,6 +97,8 @@ function safeDecode<T>(decode: () => T | null): T | null {
 
 export class PartitionOwnerTracker {
   private owners: readonly PartitionOwner[] = [];
+  /** True until a Stable description has been read: `owners` is then a rebalancing group's last synced assignments. */
+  private provisional = true;
   private generation = 0;
   private stopped = false;
   private readonly retryMs: number;
@@ -133,8 +140,13 @@ export class PartitionOwnerTracker {
         if (!current()) return;
         if (group.state === 'Stable') {
           this.owners = decodePartitionOwners(group);
+          this.provisional = false;
           this.options.onMembers?.(group.members.map((member) => member.clientId));
           return;
+        }
+        if (this.provisional) {
+          const synced = decodePartitionOwners(group);
+          if (synced.length > 0) this.owners = synced;
         }
       } catch (error) {
         lastError = error; // e.g. the coordinator moved: try again, like a non-Stable answer

@@ -58,6 +58,42 @@ describe('partition owners from the group description', () => {
     expect(tracker.current()).toEqual([{ topic: 't', partition: 0, url: 'http://a/graphql' }]);
   });
 
+  it('routes by a rebalancing group\'s last synced assignments until it first sees the group Stable, and names no members from them', async () => {
+    const answers = [
+      group('PreparingRebalance', [member('a', 'http://a/graphql', { t: [0, 1] }), member('b', 'http://b/graphql', {})]),
+      group('Stable', [member('a', 'http://a/graphql', { t: [0] }), member('b', 'http://b/graphql', { t: [1] })]),
+      group('PreparingRebalance', [member('a', 'http://a/graphql', {}), member('b', 'http://b/graphql', { t: [1] })]),
+    ];
+    let calls = 0;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const named: string[][] = [];
+    const tracker = new PartitionOwnerTracker({
+      describe: async () => {
+        const answer = answers[Math.min(calls++, 2)]!;
+        if (calls === 2) await gate; // the Stable answer waits until the test has looked
+        return answer;
+      },
+      retryMs: 1,
+      maxAttempts: 3,
+      onMembers: (ids) => named.push([...ids]),
+    });
+    tracker.refresh();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // No map yet: the last synced assignments route meanwhile, but fence no one.
+    expect(tracker.current()).toEqual([{ topic: 't', partition: 0, url: 'http://a/graphql' }, { topic: 't', partition: 1, url: 'http://a/graphql' }]);
+    expect(named).toEqual([]);
+    release();
+    await tracker.settled();
+    expect(tracker.current()).toEqual([{ topic: 't', partition: 0, url: 'http://a/graphql' }, { topic: 't', partition: 1, url: 'http://b/graphql' }]);
+    expect(named).toHaveLength(1);
+    // Once a Stable map is known, a rebalancing description never replaces it.
+    tracker.refresh();
+    await tracker.settled();
+    expect(calls).toBe(5); // three rebalancing answers, none taken
+    expect(tracker.current()).toEqual([{ topic: 't', partition: 0, url: 'http://a/graphql' }, { topic: 't', partition: 1, url: 'http://b/graphql' }]);
+  });
+
   it('keeps the last complete map when a refresh fails, and reports the failure', async () => {
     const errors: unknown[] = [];
     let fail = false;
