@@ -91,7 +91,8 @@ export function keyLoader(context: GatewayContext, options: QueryOptions): DataL
 /**
  * Replaces the answers of keys whose partition another instance hosts (NOT_PRESENT with an
  * owner) by that owner's, one POST per owner (forward-keys.ts); then the keys the owner could
- * not answer (FORWARD_FAILED, or NOT_ACTIVE while its task restores), those of owners that
+ * not answer (FORWARD_FAILED; NOT_ACTIVE while its task restores; NOT_PRESENT when it no longer,
+ * or not yet, hosts the partition — the map here is a rebalance behind), those of owners that
  * failed just now (PeerHealth), and those whose active task here is not running yet (a task
  * just moved here, restoring), by a standby's (KIP-535): the one kept here, else the first
  * other standby host that answers — each answer says it came from a standby, with its lag.
@@ -134,7 +135,7 @@ async function forwardRemote(context: GatewayContext, options: QueryOptions, ans
 
 function ownerCouldNotAnswer(answer: KeyAnswer): boolean {
   const reason = answer.lookup.failure?.reason;
-  return reason === 'FORWARD_FAILED' || reason === 'NOT_ACTIVE';
+  return reason === 'FORWARD_FAILED' || reason === 'NOT_ACTIVE' || reason === 'NOT_PRESENT';
 }
 
 /** forwardKeys, noting in PeerHealth whether the peer answered at all. */

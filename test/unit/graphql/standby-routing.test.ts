@@ -100,6 +100,21 @@ describe('standby replicas answer when the active owner cannot', () => {
     }
   });
 
+  it('answers from the standby kept here when the owner it knows of no longer hosts the partition (a map a rebalance behind)', async () => {
+    // c hosts nothing: asked as the owner, it answers NOT_PRESENT.
+    const c = await instance([]);
+    try {
+      for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, c.url);
+      const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys });
+      expect(result.errors).toBeUndefined();
+      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+      expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: a.url })));
+      expect(c.requests).toEqual(['1']);
+    } finally {
+      await dispose(c);
+    }
+  });
+
   it('lets a standby within maxLag answer before the owner is asked, and one beyond it not', async () => {
     const within: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys, maxLag: LAG.offsets });
     expect(within.data.getMany.partitions.map((p: any) => p.standby)).toEqual([true, true]);
