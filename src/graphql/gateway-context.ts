@@ -120,17 +120,92 @@ async function forwardRemote(context: GatewayContext, options: QueryOptions, ans
   });
   if (byOwner.size === 0 && fallback.length === 0) return answers;
   const store = readableStore(context, options.store);
-  await Promise.all(
-    [...byOwner].map(async ([owner, indexes]) => {
-      const forwarded = await forwardToPeer(context, owner, store, options, indexes.map((i) => answers[i]!.lookup));
-      indexes.forEach((i, j) => {
-        answers[i] = forwarded[j]!;
-        if (placed.has(i) && ownerCouldNotAnswer(forwarded[j]!)) fallback.push(i);
-      });
-    }),
-  );
+  await Promise.all([...byOwner].map(([owner, indexes]) => askOwner(context, owner, store, options, answers, indexes, placed, fallback)));
   if (fallback.length > 0) await answerFromStandbys(context, store, options, answers, fallback, placed);
   return answers;
+}
+
+/**
+ * One owner's keys, forwarded to it. The keys that have a standby are hedged: when the owner has
+ * not answered within forwardHedgeMs — a silent owner (cut off, paused, swamped) would hold the
+ * read for its whole forward budget, forwardTimeoutMs plus the bound wait — their standbys are
+ * asked as well, and whichever answers first stands, as a client routing by KIP-535's metadata
+ * turns to a standby host once the active one stops answering. The forward to the owner runs on
+ * either way, so PeerHealth learns whether it answers. Keys the owner could not answer go to
+ * `fallback` (their standbys are asked after all owners), or take the hedge's answers.
+ */
+async function askOwner(
+  context: GatewayContext,
+  owner: string,
+  store: StoreDescriptor,
+  options: QueryOptions,
+  answers: KeyAnswer[],
+  indexes: readonly number[],
+  placed: ReadonlyMap<number, PartitionFailure>,
+  fallback: number[],
+): Promise<void> {
+  const fromOwner = forwardToPeer(context, owner, store, options, indexes.map((i) => answers[i]!.lookup));
+  const hedged = indexes.filter((i) => placed.has(i));
+  const hedgeMs = context.options.forwardHedgeMs;
+  const fromStandbys = hedged.length > 0 && hedgeMs > 0 && !(await settlesWithin(fromOwner, hedgeMs))
+    ? standbyAnswers(context, store, options, answers, hedged, placed)
+    : null;
+  if (fromStandbys === null) {
+    const forwarded = await fromOwner;
+    indexes.forEach((i, j) => {
+      answers[i] = forwarded[j]!;
+      if (placed.has(i) && ownerCouldNotAnswer(forwarded[j]!)) fallback.push(i);
+    });
+    return;
+  }
+  const first = await Promise.race([fromOwner.then(() => 'owner' as const), fromStandbys.then(() => 'standbys' as const)]);
+  if (first === 'owner') {
+    const forwarded = await fromOwner;
+    const couldNot = indexes.filter((i, j) => placed.has(i) && ownerCouldNotAnswer(forwarded[j]!));
+    const standby = couldNot.length > 0 ? await fromStandbys : new Map<number, KeyAnswer>();
+    indexes.forEach((i, j) => (answers[i] = standby.get(i) ?? forwarded[j]!));
+    return;
+  }
+  const standby = await fromStandbys;
+  for (const [i, answer] of standby) answers[i] = answer;
+  if (indexes.every((i) => standby.has(i))) return;
+  const forwarded = await fromOwner;
+  indexes.forEach((i, j) => {
+    if (!standby.has(i)) answers[i] = forwarded[j]!;
+  });
+}
+
+/** True when `promise` settles within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  try {
+    return await Promise.race([promise.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The standbys' answers to the keys at `indexes` (answerFromStandbys on a copy of `answers`),
+ * only those answered without a failure; none when asking them failed (the owner's answer, or
+ * failure, then stands).
+ */
+async function standbyAnswers(
+  context: GatewayContext,
+  store: StoreDescriptor,
+  options: QueryOptions,
+  answers: readonly KeyAnswer[],
+  indexes: readonly number[],
+  placed: ReadonlyMap<number, PartitionFailure>,
+): Promise<Map<number, KeyAnswer>> {
+  const scratch = answers.slice();
+  try {
+    await answerFromStandbys(context, store, options, scratch, indexes, placed);
+  } catch {
+    return new Map();
+  }
+  return new Map(indexes.filter((i) => scratch[i] !== answers[i] && scratch[i]!.lookup.failure === undefined).map((i) => [i, scratch[i]!]));
 }
 
 function ownerCouldNotAnswer(answer: KeyAnswer): boolean {

@@ -59,6 +59,14 @@ export interface GatewayOptions {
    * owner's keys or partitions fail FORWARD_FAILED. Default 5 000.
    */
   readonly forwardTimeoutMs?: number;
+  /**
+   * How long a forwarded key read waits for the partition's owner before it asks the partition's
+   * standbys as well (when it has any, and the read does not requireActive); the first to answer
+   * stands. A silent owner — cut off or paused, where a dead one refuses at once — then costs a
+   * read this long instead of forwardTimeoutMs plus the bound wait. 0 never asks before the owner
+   * has failed. Default 1 000.
+   */
+  readonly forwardHedgeMs?: number;
   /** Who may call: see AuthOptions. Default: anonymous, on loopback only. */
   readonly auth?: AuthOptions;
   /**
@@ -168,6 +176,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     maxTokens: options.maxTokens ?? 2000,
     maxBufferedEvents: options.maxBufferedEvents ?? 10_000,
     forwardTimeoutMs: options.forwardTimeoutMs ?? 5_000,
+    forwardHedgeMs: options.forwardHedgeMs ?? 1_000,
     cursorSnapshotTtlMs: options.cursorSnapshotTtlMs ?? DEFAULT_CURSOR_SNAPSHOT_TTL_MS,
     maxPinnedSnapshots: options.maxPinnedSnapshots ?? DEFAULT_MAX_PINNED_SNAPSHOTS,
     graphiql: options.graphiql ?? !(options.production ?? false),
@@ -188,7 +197,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     const value = resolved[name];
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`gateway option ${name} must be a positive integer, got ${String(value)}`);
   }
-  for (const name of ['maxBoundTimeoutMs', 'cursorSnapshotTtlMs'] as const) {
+  for (const name of ['maxBoundTimeoutMs', 'cursorSnapshotTtlMs', 'forwardHedgeMs'] as const) {
     const value = resolved[name];
     if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`gateway option ${name} must be a non-negative integer, got ${String(value)}`);
   }
