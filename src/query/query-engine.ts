@@ -354,11 +354,16 @@ export class QueryEngine {
     // RESTORING (catching up) and SUSPENDED (e.g. rolled back while the broker is away) tasks keep
     // their stores open with the last committed state: served on request, as IQv2's stale stores.
     const staleState = local.taskState === 'RESTORING' || local.taskState === 'SUSPENDED';
-    if (local.taskState !== 'RUNNING' && !(staleState && options.allowStale)) {
-      // An active task still restoring (say, just moved here): its standbys elsewhere may answer.
+    // An active task still restoring (just moved here, say from the standby kept here) holds
+    // committed data, as that standby did: when the owner cannot answer otherwise (standbyFallback)
+    // it answers as a standby would, saying so — not under maxLag, as its lag is not known.
+    const restoringAsStandby = local.active && local.taskState === 'RESTORING' && options.standbyFallback === true && !options.requireActive && options.maxLag === undefined;
+    if (local.taskState !== 'RUNNING' && !(staleState && options.allowStale) && !restoringAsStandby) {
+      // Its standbys elsewhere may answer; with none, its own committed data (restoringAsStandby).
       const standbys = local.active ? this.provider.remoteStandbys?.(store.name, partition) ?? [] : [];
+      const here = local.active && local.taskState === 'RESTORING' && standbys.length === 0 && !options.requireActive && options.maxLag === undefined;
       const message = `Task ${local.taskId} is ${local.taskState}${staleState ? ' (pass allowStale to read its committed data)' : ''}.`;
-      return { ok: false, partition, failure: { reason: 'NOT_ACTIVE', message, ...(standbys.length === 0 ? {} : { standbys }) }, info };
+      return { ok: false, partition, failure: { reason: 'NOT_ACTIVE', message, ...(standbys.length === 0 ? {} : { standbys }), ...(here ? { standbyHere: true } : {}) }, info };
     }
     if (options.positionBound !== undefined) {
       const started = performance.now();
@@ -368,7 +373,7 @@ export class QueryEngine {
         return fail('NOT_UP_TO_BOUND', `Partition ${partition} did not reach the position bound within ${options.boundTimeoutMs} ms.`);
       }
     }
-    return { ok: true, partition, local, info };
+    return { ok: true, partition, local: restoringAsStandby ? { ...local, active: false } : local, info };
   }
 
   /**

@@ -31,6 +31,11 @@ export interface PartitionFailure {
    * when the owner cannot answer.
    */
   readonly standbys?: readonly string[];
+  /**
+   * Not sent to clients. NOT_PRESENT: a standby kept here may answer (within maxLag); NOT_ACTIVE:
+   * the active task here is restoring and no standby elsewhere exists, so its committed data may
+   * answer as a standby's (QueryOptions.standbyFallback).
+   */
   readonly standbyHere?: boolean;
 }
 

@@ -115,6 +115,33 @@ describe('standby replicas answer when the active owner cannot', () => {
     }
   });
 
+  it('asks the standby as well when the owner stays silent past forwardHedgeMs, and answers from it without waiting out the forward timeout', async () => {
+    // The owner takes requests and never answers (packets dropped, a paused process). With a
+    // forward timeout of a minute, only the hedge lets this read answer within the test's time.
+    let hits = 0;
+    const silent = await listen(() => void (hits += 1));
+    const h = await instance([0, 1], { forwardTimeoutMs: 60_000, forwardHedgeMs: 50 });
+    const hTasks = await addStandbys(h, [2, 3]);
+    try {
+      h.provider.setSelfUrl(h.url);
+      for (const p of [2, 3]) h.provider.setRemoteOwner(STORE.name, p, silent.url);
+      const keys = [...remoteKeys, KEYS.find((key) => partitionOf(key) === 0)!];
+      const result: any = await gql(fetch as Fetch, h.url, GET_MANY, { keys });
+      expect(result.errors).toBeUndefined();
+      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+      expect(valuesOf(result).get(keys.at(-1)!)).toEqual({ n: KEYS.indexOf(keys.at(-1)!) });
+      expect(result.data.getMany.partitions).toEqual([
+        { partition: 0, failure: null, standby: false, lag: null, servedBy: h.url },
+        ...[2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: h.url })),
+      ]);
+      expect(hits).toBe(1);
+    } finally {
+      await close(silent.server);
+      for (const task of hTasks) await task.close();
+      await dispose(h);
+    }
+  });
+
   it('lets a standby within maxLag answer before the owner is asked, and one beyond it not', async () => {
     const within: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys, maxLag: LAG.offsets });
     expect(within.data.getMany.partitions.map((p: any) => p.standby)).toEqual([true, true]);
@@ -165,7 +192,7 @@ describe('standby replicas answer when the active owner cannot', () => {
     }
   });
 
-  it('answers from a standby elsewhere while the active task here is still restoring (just moved here)', async () => {
+  it('answers from a standby elsewhere while the active task here is still restoring (just moved here), else from the restoring task as a standby', async () => {
     const engine = createInMemoryStoreEngine();
     const provider = new StaticStateProvider({ stores: [STORE] });
     const cTasks = await addStandbys({ provider, engine }, [0]);
@@ -174,8 +201,12 @@ describe('standby replicas answer when the active owner cannot', () => {
     const keys = KEYS.filter((key) => partitionOf(key) === 0);
     try {
       a.provider.setTaskState('0_0', 'RESTORING');
+      // No standby elsewhere: the restoring task's committed data answers, as a standby's.
       const alone: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys });
-      for (const e of alone.data.getMany.entries) expect(e.failure.reason).toBe('NOT_ACTIVE');
+      keys.forEach((key) => expect(valuesOf(alone).get(key)).toEqual({ n: KEYS.indexOf(key) }));
+      expect(alone.data.getMany.partitions).toEqual([{ partition: 0, failure: null, standby: true, lag: null, servedBy: a.url }]);
+      const active: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys, requireActive: true });
+      for (const e of active.data.getMany.entries) expect(e.failure.reason).toBe('NOT_ACTIVE');
       a.provider.setRemoteStandbys(STORE.name, 0, [c.url]);
       const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys });
       keys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
