@@ -25,6 +25,16 @@ describe('placeStandbys', () => {
     expect(new Set(ofA.map((p) => p.standbys[0]))).toEqual(new Set([urls[1], urls[2]]));
   });
 
+  it('spreads them also when a member\'s partitions share one stride (1, 3, 5 of six over three members)', () => {
+    const strided = [0, 1, 2, 3, 4, 5].map((partition) => ({ subTopology: 1, partition, url: partition % 2 === 0 ? urls[0]! : urls[1]! }));
+    // The third member owns a task of another sub-topology only: it is a member all the same.
+    const placed = placeStandbys([...strided, { subTopology: 0, partition: 0, url: urls[2]! }], 1);
+    for (const owner of [urls[0], urls[1]]) {
+      const hosts = placed.filter((p) => p.subTopology === 1 && p.url === owner).map((p) => p.standbys[0]);
+      expect(new Set(hosts).size, `standbys of ${owner}'s tasks`).toBe(2);
+    }
+  });
+
   it('gives the same placement whatever order the owner map lists', () => {
     const shuffled = [...owners].reverse();
     const key = (list: ReturnType<typeof placeStandbys>) => Object.fromEntries(list.map((p) => [`${p.subTopology}_${p.partition}`, p.standbys]));
