@@ -159,19 +159,18 @@ async function askOwner(
     return;
   }
   const first = await Promise.race([fromOwner.then(() => 'owner' as const), fromStandbys.then(() => 'standbys' as const)]);
-  if (first === 'owner') {
-    const forwarded = await fromOwner;
-    const couldNot = indexes.filter((i, j) => placed.has(i) && ownerCouldNotAnswer(forwarded[j]!));
-    const standby = couldNot.length > 0 ? await fromStandbys : new Map<number, KeyAnswer>();
-    indexes.forEach((i, j) => (answers[i] = standby.get(i) ?? forwarded[j]!));
-    return;
-  }
-  const standby = await fromStandbys;
-  for (const [i, answer] of standby) answers[i] = answer;
-  if (indexes.every((i) => standby.has(i))) return;
+  const standby = first === 'standbys' ? await fromStandbys : null;
+  // The standbys answered first: their answers stand; the other keys wait for the owner.
+  if (standby !== null) for (const [i, answer] of standby) if (answer.lookup.failure === undefined) answers[i] = answer;
+  if (standby !== null && indexes.every((i) => answers[i] === standby.get(i))) return;
   const forwarded = await fromOwner;
+  const fromStandby = standby ?? (indexes.some((i, j) => placed.has(i) && ownerCouldNotAnswer(forwarded[j]!)) ? await fromStandbys : new Map<number, KeyAnswer>());
   indexes.forEach((i, j) => {
-    if (!standby.has(i)) answers[i] = forwarded[j]!;
+    if (standby !== null && answers[i] === standby.get(i)) return;
+    // The owner's answer, unless it could not answer and a standby said something (an answer,
+    // or a failure of its own such as NOT_UP_TO_BOUND, as the fallback after the owner reports).
+    const mine = forwarded[j]!;
+    answers[i] = placed.has(i) && ownerCouldNotAnswer(mine) ? fromStandby.get(i) ?? mine : mine;
   });
 }
 
@@ -187,9 +186,9 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
 }
 
 /**
- * The standbys' answers to the keys at `indexes` (answerFromStandbys on a copy of `answers`),
- * only those answered without a failure; none when asking them failed (the owner's answer, or
- * failure, then stands).
+ * What the standbys said of the keys at `indexes` (answerFromStandbys on a copy of `answers`):
+ * each key a standby answered, or failed with a failure of its own; none when asking them threw
+ * (the owner's answer, or failure, then stands).
  */
 async function standbyAnswers(
   context: GatewayContext,
@@ -205,7 +204,7 @@ async function standbyAnswers(
   } catch {
     return new Map();
   }
-  return new Map(indexes.filter((i) => scratch[i] !== answers[i] && scratch[i]!.lookup.failure === undefined).map((i) => [i, scratch[i]!]));
+  return new Map(indexes.filter((i) => scratch[i] !== answers[i]).map((i) => [i, scratch[i]!]));
 }
 
 function ownerCouldNotAnswer(answer: KeyAnswer): boolean {
@@ -240,7 +239,8 @@ async function answerFromStandbys(
   const pending = indexes.filter((i) => placed.get(i)!.standbyHere !== true);
   const fallbackOptions: QueryOptions = { ...options, standbyFallback: true };
   if (here.length > 0) {
-    const result = await context.engine.getMany(fallbackOptions, here.map((i) => answers[i]!.lookup.key));
+    // Here, a task restoring after a move from the standby that was here may answer as that standby.
+    const result = await context.engine.getMany({ ...fallbackOptions, restoringAsStandby: true }, here.map((i) => answers[i]!.lookup.key));
     const outcomes = new Map(result.partitions.map((outcome) => [outcome.partition, outcome]));
     here.forEach((i, j) => {
       const lookup = result.lookups[j]!;

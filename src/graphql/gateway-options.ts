@@ -63,7 +63,9 @@ export interface GatewayOptions {
    * How long a forwarded key read waits for the partition's owner before it asks the partition's
    * standbys as well (when it has any, and the read does not requireActive); the first to answer
    * stands. A silent owner — cut off or paused, where a dead one refuses at once — then costs a
-   * read this long instead of forwardTimeoutMs plus the bound wait. 0 never asks before the owner
+   * read this long instead of forwardTimeoutMs plus the bound wait. An owner that is only slow,
+   * or waiting for the read's positionBound, is hedged as well: the standbys do the same read
+   * (they honour the bound too), work spent for a sooner answer. 0 never asks before the owner
    * has failed. Default 1 000.
    */
   readonly forwardHedgeMs?: number;

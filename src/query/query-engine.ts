@@ -355,9 +355,11 @@ export class QueryEngine {
     // their stores open with the last committed state: served on request, as IQv2's stale stores.
     const staleState = local.taskState === 'RESTORING' || local.taskState === 'SUSPENDED';
     // An active task still restoring (just moved here, say from the standby kept here) holds
-    // committed data, as that standby did: when the owner cannot answer otherwise (standbyFallback)
-    // it answers as a standby would, saying so — not under maxLag, as its lag is not known.
-    const restoringAsStandby = local.active && local.taskState === 'RESTORING' && options.standbyFallback === true && !options.requireActive && options.maxLag === undefined;
+    // committed data, as that standby did: when the owner cannot answer otherwise and no standby
+    // elsewhere exists (restoringAsStandby, the gateway's fallback only: a forwarded read or a
+    // page still fails NOT_ACTIVE, so its caller turns to a caught-up standby) it answers as a
+    // standby would, saying so — not under maxLag, as its lag is not known.
+    const restoringAsStandby = local.active && local.taskState === 'RESTORING' && options.standbyFallback === true && options.restoringAsStandby === true && !options.requireActive && options.maxLag === undefined;
     if (local.taskState !== 'RUNNING' && !(staleState && options.allowStale) && !restoringAsStandby) {
       // Its standbys elsewhere may answer; with none, its own committed data (restoringAsStandby).
       const standbys = local.active ? this.provider.remoteStandbys?.(store.name, partition) ?? [] : [];

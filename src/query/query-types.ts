@@ -34,7 +34,7 @@ export interface PartitionFailure {
   /**
    * Not sent to clients. NOT_PRESENT: a standby kept here may answer (within maxLag); NOT_ACTIVE:
    * the active task here is restoring and no standby elsewhere exists, so its committed data may
-   * answer as a standby's (QueryOptions.standbyFallback).
+   * answer as a standby's (QueryOptions.restoringAsStandby).
    */
   readonly standbyHere?: boolean;
 }
@@ -79,6 +79,12 @@ export interface QueryOptions {
    * the owner and it failed, or this request was itself forwarded (it goes no further).
    */
   readonly standbyFallback?: boolean;
+  /**
+   * Internal, with standbyFallback: an active task here that is still RESTORING answers from its
+   * committed data as a standby would (flagged standby, no lag) — set only by the gateway's
+   * fallback when the owner could not answer and no standby elsewhere exists (standbyHere).
+   */
+  readonly restoringAsStandby?: boolean;
 }
 
 /** How a partition answered: the Position it was served at, or a typed failure. */

@@ -52,6 +52,40 @@ async function failing(): Promise<{ url: string; hits: () => number; close: () =
   return { url, hits: () => hits, close: () => close(server) };
 }
 
+/** A GraphQL endpoint that relays each request to `target` after `delayMs` (a slow owner or host). */
+async function slow(target: string, delayMs: number): Promise<{ url: string; close: () => Promise<void> }> {
+  const { server, url } = await listen((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => setTimeout(() => void (async () => {
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && !['host', 'content-length', 'connection'].includes(name)) headers[name] = value;
+      const answer = await fetch(target, { method: 'POST', headers, body: Buffer.concat(chunks) });
+      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(await answer.text());
+    })(), delayMs));
+  });
+  return { url, close: () => close(server) };
+}
+
+/** An instance of its own keeping standbys of `partitions` (values `{ n, standby: true }`), listening. */
+async function standbyHost(partitions: readonly number[]): Promise<{ url: string; dispose: () => Promise<void> }> {
+  const engine = createInMemoryStoreEngine();
+  const provider = new StaticStateProvider({ stores: [STORE] });
+  const tasks = await addStandbys({ provider, engine }, partitions);
+  const gateway = createGateway({ provider, logging: false });
+  const { server, url } = await listen((req, res) => void gateway(req, res));
+  provider.setSelfUrl(url);
+  return {
+    url,
+    dispose: async () => {
+      await close(server);
+      await gateway.dispose();
+      for (const task of tasks) await task.close();
+      await engine.close();
+    },
+  };
+}
+
 let a: Instance;
 let b: Instance;
 let standbyTasks: TaskStores[];
@@ -139,6 +173,52 @@ describe('standby replicas answer when the active owner cannot', () => {
       await close(silent.server);
       for (const task of hTasks) await task.close();
       await dispose(h);
+    }
+  });
+
+  it('keeps the owner\'s answers when it answers after the hedge began but before the standbys, taking theirs only for keys it could not answer', async () => {
+    // The owner (200 ms away) hosts partition 2 but no longer 3; the standby host (600 ms away) keeps both.
+    const h = await instance([0, 1], { forwardHedgeMs: 50 });
+    const o = await instance([2]);
+    const c = await standbyHost([2, 3]);
+    const owner = await slow(o.url, 200);
+    const host = await slow(c.url, 600);
+    try {
+      for (const p of [2, 3]) {
+        h.provider.setRemoteOwner(STORE.name, p, owner.url);
+        h.provider.setRemoteStandbys(STORE.name, p, [host.url]);
+      }
+      const result: any = await gql(fetch as Fetch, h.url, GET_MANY, { keys: remoteKeys });
+      expect(result.errors).toBeUndefined();
+      for (const key of remoteKeys) {
+        expect(valuesOf(result).get(key)).toEqual(partitionOf(key) === 2 ? { n: KEYS.indexOf(key) } : { n: KEYS.indexOf(key), standby: true });
+      }
+    } finally {
+      await owner.close();
+      await host.close();
+      await c.dispose();
+      await dispose(o);
+      await dispose(h);
+    }
+  });
+
+  it('a forwarded read or a page meets NOT_ACTIVE at an owner whose task restores: the caller reads the caught-up standby elsewhere', async () => {
+    const c = await standbyHost([2]);
+    try {
+      a.provider.setRemoteStandbys(STORE.name, 2, [c.url]);
+      b.provider.setRemoteStandbys(STORE.name, 2, [c.url]);
+      b.provider.setTaskState('0_2', 'RESTORING');
+      const keys = KEYS.filter((key) => partitionOf(key) === 2);
+      // a holds a standby of 2 too (beforeEach): drop it, so the answer must come from c.
+      const mine = standbyTasks.find((task) => task.taskId === '0_2')!;
+      a.provider.removeTask(mine.taskId);
+      const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys });
+      keys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+      expect(result.data.getMany.partitions).toEqual([{ partition: 2, failure: null, standby: true, lag: LAG, servedBy: c.url }]);
+      const page: any = await gql(fetch as Fetch, b.url, '{ range(store: "words", first: 100, partitions: [2]) { edges { node { key } } partitions { partition failure { reason } } } }');
+      expect(page.data.range.partitions).toEqual([{ partition: 2, failure: { reason: 'NOT_ACTIVE' } }]);
+    } finally {
+      await c.dispose();
     }
   });
 
