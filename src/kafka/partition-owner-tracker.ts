@@ -16,7 +16,9 @@
  * description shows meanwhile — the members' last synced ones, which they keep serving through a
  * cooperative rebalance — as a provisional map: routing by them beats knowing no owner at all
  * (every non-local key NOT_PRESENT). The next Stable description replaces it; only a Stable one
- * names the members (onMembers), so nothing is fenced on a provisional view.
+ * names the members (onMembers), so nothing is fenced on a provisional view. A rebalancing
+ * group's description carries no member metadata (and before Kafka 4 no assignments either), so
+ * this reaches only the members that advertise their URL in the client id: librdkafka's.
  *
  * The refresh is network I/O, so it never runs inside the synchronous GROUP_JOIN listener or
  * eachBatch: `refresh()` starts it in the background and returns at once. A newer join (or

@@ -11,7 +11,10 @@
  * `a`'s tasks of its sub-topology (by partition): the standbys of one member's tasks spread over
  * all the others, so when it dies every survivor has some of its partitions warm, not one
  * survivor all of them. (The partition number itself would not do: assignors often give a member
- * partitions of one stride — 1, 3, 5 of six over three members — whose remainders are all alike.)
+ * partitions of one stride — 1, 3, 5 of six over three members — whose remainders are all alike.
+ * The price: an owner that gains or loses a task shifts the ranks of its others, and with four
+ * members or more some of their standbys move; a released standby's data stays on disk, so one
+ * that moves back replays only what it missed.)
  * Never on the active's instance; with fewer than k + 1 members, as many as there are others.
  *
  * The map is a few seconds old at worst (it is read back after each rebalance and every 5 s):
