@@ -107,6 +107,8 @@ class StandbyTask implements StandbyTaskView {
 
 export class StandbyTasks {
   private readonly tasks = new Map<string, StandbyTask>();
+  /** Stores released for an active open of their task (release with handOver), until it takes them. */
+  private readonly handoffs = new Map<string, { readonly task: StandbyTask; readonly stores: TaskStores }>();
   private readonly planById: ReadonlyMap<number, SubTopologyPlan>;
   private timer: NodeJS.Timeout | null = null;
   /** The poll round under way: a second poll asked meanwhile waits for it instead of starting one. */
@@ -138,8 +140,15 @@ export class StandbyTasks {
    * The task stops being a standby here (it is assigned as active, or placed elsewhere): its
    * stores close in the control queue — before any operation of that id asked after this call.
    * Its data stays on disk, with its changelog offsets, for whoever opens the task next.
+   *
+   * `handOver` (the task is assigned here as active): its stores stay open and registered — a
+   * query still finds the partition, answered as this standby's — until the active open takes
+   * them (takeHandoff) and registers them as its own, where a close and a reopen left the
+   * partition unhosted for the active's producer init and stores open. Stores handed over but
+   * never taken (the task went before its open took them) close at the next poll, or are kept on
+   * as a standby's again when the placement wants one (its open takes them).
    */
-  release(taskId: string): void {
+  release(taskId: string, handOver = false): void {
     const task = this.tasks.get(taskId);
     if (task === undefined) return;
     this.tasks.delete(taskId);
@@ -149,15 +158,56 @@ export class StandbyTasks {
       group: taskId,
       run: async () => {
         const stores = task.stores;
-        task.stores = null;
-        if (stores !== null) this.deps.registry?.unregister(taskId, stores);
-        try {
-          await stores?.close();
-        } catch (error) {
-          this.deps.logger.warn({ taskId, err: error }, 'closing a standby task\'s stores failed');
+        if (stores !== null && handOver && !this.stopped) {
+          this.handoffs.set(taskId, { task, stores });
+          return;
         }
+        task.stores = null;
+        await this.closeStores(taskId, stores);
       },
     });
+  }
+
+  /** The stores a standby handed over for the active open of `taskId` (release with handOver), taken once. */
+  takeHandoff(taskId: string): TaskStores | undefined {
+    const handoff = this.handoffs.get(taskId);
+    if (handoff === undefined) return undefined;
+    this.handoffs.delete(taskId);
+    handoff.task.stores = null;
+    return handoff.stores;
+  }
+
+  private async closeStores(taskId: string, stores: TaskStores | null): Promise<void> {
+    if (stores === null) return;
+    this.deps.registry?.unregister(taskId, stores);
+    try {
+      await stores.close();
+    } catch (error) {
+      this.deps.logger.warn({ taskId, err: error }, 'closing a standby task\'s stores failed');
+    }
+  }
+
+  /**
+   * Stores handed over whose active open never took them (the task was revoked first, or this
+   * instance stops; a standby of the task opening again takes them itself): closed in the control
+   * queue under the task's id, so after any open still queued for it, if still nobody's then.
+   */
+  private settleHandoffs(stopping: boolean): void {
+    const nobodys = (taskId: string): boolean => this.handoffs.has(taskId) && !this.tasks.has(taskId) && (stopping || !this.deps.isActive(taskId));
+    for (const taskId of this.handoffs.keys()) {
+      if (!nobodys(taskId)) continue;
+      this.deps.control.enqueue({
+        key: `standby-handoff-close:${taskId}:${++this.serial}`,
+        group: taskId,
+        run: async () => {
+          if (!nobodys(taskId)) return;
+          const { task, stores } = this.handoffs.get(taskId)!;
+          this.handoffs.delete(taskId);
+          task.stores = null;
+          await this.closeStores(taskId, stores);
+        },
+      });
+    }
   }
 
   /** No more polls; the standbys stay open until stop() (a graceful stop commits the active tasks first). */
@@ -171,6 +221,7 @@ export class StandbyTasks {
   stop(): void {
     this.pause();
     for (const id of [...this.tasks.keys()]) this.release(id);
+    this.settleHandoffs(true);
   }
 
   /** One round: follow the placement, then read every open standby's changelog ends and queue its catch-up to them. */
@@ -240,6 +291,7 @@ export class StandbyTasks {
       this.tasks.set(id, task);
       this.deps.control.enqueue({ key: `standby-open:${id}:${++this.serial}`, group: id, run: () => this.open(task) });
     }
+    if (this.handoffs.size > 0) this.settleHandoffs(false);
   }
 
   private async open(task: StandbyTask): Promise<void> {
@@ -248,7 +300,11 @@ export class StandbyTasks {
       return;
     }
     try {
-      task.stores = await this.deps.engine.openTask(task.id, [...task.plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
+      // Stores this instance's active open of the task was handed but never took: carry on with them.
+      const handoff = this.handoffs.get(task.id);
+      this.handoffs.delete(task.id);
+      if (handoff !== undefined) handoff.task.stores = null;
+      task.stores = handoff?.stores ?? await this.deps.engine.openTask(task.id, [...task.plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
       this.deps.registry?.register(task.id, task.stores, { active: false, state: () => 'RUNNING', lag: () => task.lag() });
       this.deps.logger.info({ taskId: task.id, changelogOffsets: task.stores.changelogOffsets() }, 'standby task open');
     } catch (error) {

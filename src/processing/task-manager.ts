@@ -115,6 +115,7 @@ export class TaskManager implements ConsumerHandlers {
       options, ports: deps.ports, engine: deps.engine, logger: deps.logger, clock: this.clock,
       onRestoreProgress: (p) => this.deps.events.onRestoreProgress?.(p),
       ...(this.commits.producerFor === undefined ? {} : { createProducer: () => this.commits.producerFor!() }),
+      takeStandbyStores: (taskId) => this.standbys?.takeHandoff(taskId),
     });
     this.ops = new TaskOperations({
       control: this.control, opener, recovery: this.recovery,
@@ -142,7 +143,8 @@ export class TaskManager implements ConsumerHandlers {
       create: (plan, partition) => this.createTask(plan, partition),
       consumer: deps.ports.consumer, ops: this.ops, recovery: this.recovery, commits: this.commits,
       processing: this.processing, stores: this.stores, logger: deps.logger,
-      releaseStandby: (taskId) => this.standbys?.release(taskId),
+      // The standby's stores go to the active open (TaskOpener takes them): no gap in what queries find.
+      releaseStandby: (taskId) => this.standbys?.release(taskId, true),
     });
     this.warmth = new JoinWarmth(this.clock, () => this.preparedProducers.warmupOver());
     this.preparedProducers = new PreparedProducers({

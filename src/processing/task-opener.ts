@@ -6,7 +6,7 @@
  * steps, and the per-topic offset readers that all opening tasks share, are here.
  */
 import { IqgateError } from '../errors.js';
-import type { StoreEngine } from '../store/types.js';
+import type { StoreEngine, TaskStores } from '../store/types.js';
 import { discardProducer } from './discard-producer.js';
 import { FreshPartitionReader } from './fresh-partition-reader.js';
 import { FreshTopicReader } from './fresh-topic-reader.js';
@@ -26,6 +26,8 @@ export interface TaskOpenerDeps {
   readonly onRestoreProgress: (progress: RestoreProgress) => void;
   /** The task's producer; default: one transactional producer per task (exactly-once v1) or the shared idempotent one. */
   readonly createProducer?: (plan: SubTopologyPlan, task: StreamTask) => TaskProducer;
+  /** The open stores a standby of the task kept here handed over (StandbyTasks.takeHandoff), if any. */
+  readonly takeStandbyStores?: (taskId: string) => TaskStores | undefined;
 }
 
 /** How often an opening task asks again for a changelog end held back by an open transaction. */
@@ -65,7 +67,7 @@ export class TaskOpener {
       // Fences any older owner and completes its transaction before anything is read (docs/kafkajs-notes.md §4).
       await producer.init();
       const producerMs = clock() - opened;
-      const stores = task.stores ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
+      const stores = task.stores ?? this.deps.takeStandbyStores?.(task.id) ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
       task.attach(producer, stores);
       producer = null;
       const storesMs = clock() - opened;

@@ -24,7 +24,107 @@ async function countsOf(stores: TaskStores): Promise<Map<string, number>> {
   return counts;
 }
 
+/** An active task of the count topology on partition 0 with three committed records, and standbys of both partitions in an engine of their own. */
+async function setup() {
+  const topology = countTopology();
+  const broker = brokerWithTopics(['in', 'out'], 2);
+  const active = await startHarness({ topology, partitions: 2, broker, eosV2: true });
+  active.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+  await active.manager.control.idle();
+  for (const key of ['x', 'x', 'y']) send(broker, 'in', 0, key, 'v');
+  await active.pump();
+  await active.commitAll();
+  const engine = createInMemoryStoreEngine({ database: createInMemoryDatabase(), cacheMaxBytes: 0 });
+  const ports = fakePorts(broker, 'app');
+  const control = new ControlQueue(8, () => undefined, () => 0);
+  const plans = planSubTopologies(topology, 'app');
+  const sub = plans.find((p) => p.changelogTopics.size > 0)!.id;
+  const activeHere = new Set<string>();
+  const wanted = new Set([0, 1]);
+  const registry = new StoreRegistry();
+  const opened: string[] = [];
+  const counting = { ...engine, openTask: (id: string, stores: Parameters<typeof engine.openTask>[1]) => (opened.push(id), engine.openTask(id, stores)) };
+  const standbys = new StandbyTasks({
+    registry,
+    plans, engine: counting, admin: ports.admin, reader: ports.changelogReader, control, logger: silentLogger,
+    clock: () => 0, pollMs: 60_000, wanted: () => [...wanted].map((partition) => ({ subTopology: sub, partition })),
+    isActive: (id) => activeHere.has(id),
+  });
+  const round = async (): Promise<void> => {
+    await standbys.poll();
+    await control.idle();
+  };
+  const close = async (): Promise<void> => {
+    standbys.stop();
+    await control.idle();
+    await active.manager.closeAll();
+    await engine.close();
+  };
+  return { sub, standbys, registry, control, activeHere, wanted, opened, round, close };
+}
+
 describe('standby tasks', () => {
+  it('hand their open stores to the active open of their task, staying registered until it takes them', async () => {
+    const { sub, standbys, registry, control, activeHere, wanted, opened, round, close } = await setup();
+    const id = `${sub}_0`;
+    await round();
+    await round();
+    const stores = standbys.get(id)!.stores!;
+    expect(await countsOf(stores)).toEqual(new Map([['x', 2], ['y', 1]]));
+
+    // Assigned here: released with handOver. Queries still find the partition (as the standby's)
+    // until the active open takes the stores — the same ones, once, opened no second time.
+    activeHere.add(id);
+    standbys.release(id, true);
+    await control.idle();
+    expect(standbys.get(id)).toBeUndefined();
+    expect(registry.get('counts', 0)?.active).toBe(false);
+    await round(); // a poll meanwhile leaves them to the active open
+    expect(standbys.takeHandoff(id)).toBe(stores);
+    expect(standbys.takeHandoff(id)).toBeUndefined();
+    expect(await countsOf(stores)).toEqual(new Map([['x', 2], ['y', 1]]));
+    expect(opened.filter((t) => t === id)).toHaveLength(1);
+    await stores.close();
+
+    // Handed over but the task went before its open took them: the next poll closes them, and
+    // they leave the registry; the one kept as a standby again carries on with its stores.
+    const other = `${sub}_1`;
+    const otherStores = standbys.get(other)!.stores!;
+    activeHere.add(other);
+    standbys.release(other, true);
+    await control.idle();
+    activeHere.delete(other);
+    wanted.delete(1);
+    await round();
+    expect(registry.get('counts', 1)).toBeUndefined();
+    expect(standbys.takeHandoff(other)).toBeUndefined();
+    await expect(countsOf(otherStores)).rejects.toThrow();
+
+    activeHere.delete(id);
+    wanted.add(1);
+    await round();
+    const reopened = standbys.get(other)!;
+    expect(reopened.stores).not.toBeNull();
+    await close();
+  });
+
+  it('keep a handed-over standby\'s stores when the placement wants it back before the active open took them', async () => {
+    const { sub, standbys, registry, control, activeHere, opened, round, close } = await setup();
+    const id = `${sub}_0`;
+    await round();
+    const stores = standbys.get(id)!.stores!;
+    activeHere.add(id);
+    standbys.release(id, true);
+    await control.idle();
+    activeHere.delete(id); // revoked before its open ran
+    await round();
+    expect(standbys.get(id)!.stores).toBe(stores);
+    expect(registry.get('counts', 0)?.store).toBe(stores.store('counts'));
+    expect(opened.filter((t) => t === id)).toHaveLength(1);
+    await close();
+  });
+
+
   it('follow the active task\'s committed changelog, with their lag, and hand their stores over', async () => {
     const topology = countTopology();
     const broker = brokerWithTopics(['in', 'out'], 2);
