@@ -177,6 +177,15 @@ export class StandbyTasks {
     return handoff.stores;
   }
 
+  /** Closes the stores handed over for `taskId`, if its open did not take them; call in the task's turn of the control queue. */
+  async dropHandoff(taskId: string): Promise<void> {
+    const handoff = this.handoffs.get(taskId);
+    if (handoff === undefined) return;
+    this.handoffs.delete(taskId);
+    handoff.task.stores = null;
+    await this.closeStores(taskId, handoff.stores);
+  }
+
   private async closeStores(taskId: string, stores: TaskStores | null): Promise<void> {
     if (stores === null) return;
     this.deps.registry?.unregister(taskId, stores);
@@ -197,7 +206,8 @@ export class StandbyTasks {
     for (const taskId of this.handoffs.keys()) {
       if (!nobodys(taskId)) continue;
       this.deps.control.enqueue({
-        key: `standby-handoff-close:${taskId}:${++this.serial}`,
+        // One close a task at a time in the queue (it checks again when it runs).
+        key: `standby-handoff-close:${taskId}`,
         group: taskId,
         run: async () => {
           if (!nobodys(taskId)) return;

@@ -116,6 +116,7 @@ export class TaskManager implements ConsumerHandlers {
       onRestoreProgress: (p) => this.deps.events.onRestoreProgress?.(p),
       ...(this.commits.producerFor === undefined ? {} : { createProducer: () => this.commits.producerFor!() }),
       takeStandbyStores: (taskId) => this.standbys?.takeHandoff(taskId),
+      dropStandbyStores: async (taskId) => this.standbys?.dropHandoff(taskId),
     });
     this.ops = new TaskOperations({
       control: this.control, opener, recovery: this.recovery,

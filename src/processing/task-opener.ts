@@ -28,6 +28,8 @@ export interface TaskOpenerDeps {
   readonly createProducer?: (plan: SubTopologyPlan, task: StreamTask) => TaskProducer;
   /** The open stores a standby of the task kept here handed over (StandbyTasks.takeHandoff), if any. */
   readonly takeStandbyStores?: (taskId: string) => TaskStores | undefined;
+  /** Closes stores handed over for the task that its open did not take (StandbyTasks.dropHandoff). */
+  readonly dropStandbyStores?: (taskId: string) => Promise<void>;
 }
 
 /** How often an opening task asks again for a changelog end held back by an open transaction. */
@@ -67,6 +69,8 @@ export class TaskOpener {
       // Fences any older owner and completes its transaction before anything is read (docs/kafkajs-notes.md §4).
       await producer.init();
       const producerMs = clock() - opened;
+      // Revoked during the init: the standby's stores stay out of a task that is going.
+      if (cancelled()) throw new RestoreCancelled(task.id);
       const stores = task.stores ?? this.deps.takeStandbyStores?.(task.id) ?? await engine.openTask(task.id, [...plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
       task.attach(producer, stores);
       producer = null;
@@ -111,6 +115,9 @@ export class TaskOpener {
       this.deps.logger.info({ taskId: task.id, replayed, offsets: Object.fromEntries(offsets), openMs: now - opened, producerMs, storesMs, restoreMs: now - started, settleMs }, 'task running');
     } catch (error) {
       await discardProducer(producer);
+      // Handed-over stores this attempt did not take: not served as a standby's any longer (their
+      // lag no longer moves); the next attempt opens the task's stores from disk.
+      await this.deps.dropStandbyStores?.(task.id);
       throw error;
     }
   }

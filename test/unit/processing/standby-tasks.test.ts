@@ -108,6 +108,22 @@ describe('standby tasks', () => {
     await close();
   });
 
+  it('close handed-over stores that an active open attempt did not take (its producer init failed)', async () => {
+    const { sub, standbys, registry, control, activeHere, round, close } = await setup();
+    const id = `${sub}_0`;
+    await round();
+    const stores = standbys.get(id)!.stores!;
+    activeHere.add(id);
+    standbys.release(id, true);
+    await control.idle();
+    expect(registry.get('counts', 0)?.active).toBe(false);
+    await standbys.dropHandoff(id);
+    expect(registry.get('counts', 0)).toBeUndefined();
+    expect(standbys.takeHandoff(id)).toBeUndefined();
+    await expect(countsOf(stores)).rejects.toThrow();
+    await close();
+  });
+
   it('keep a handed-over standby\'s stores when the placement wants it back before the active open took them', async () => {
     const { sub, standbys, registry, control, activeHere, opened, round, close } = await setup();
     const id = `${sub}_0`;
