@@ -25,7 +25,7 @@ async function countsOf(stores: TaskStores): Promise<Map<string, number>> {
 }
 
 /** An active task of the count topology on partition 0 with three committed records, and standbys of both partitions in an engine of their own. */
-async function setup() {
+async function setup(clock: () => number = () => 0) {
   const topology = countTopology();
   const broker = brokerWithTopics(['in', 'out'], 2);
   const active = await startHarness({ topology, partitions: 2, broker, eosV2: true });
@@ -36,7 +36,7 @@ async function setup() {
   await active.commitAll();
   const engine = createInMemoryStoreEngine({ database: createInMemoryDatabase(), cacheMaxBytes: 0 });
   const ports = fakePorts(broker, 'app');
-  const control = new ControlQueue(8, () => undefined, () => 0);
+  const control = new ControlQueue(8, () => undefined, clock);
   const plans = planSubTopologies(topology, 'app');
   const sub = plans.find((p) => p.changelogTopics.size > 0)!.id;
   const activeHere = new Set<string>();
@@ -47,7 +47,7 @@ async function setup() {
   const standbys = new StandbyTasks({
     registry,
     plans, engine: counting, admin: ports.admin, reader: ports.changelogReader, control, logger: silentLogger,
-    clock: () => 0, pollMs: 60_000, wanted: () => [...wanted].map((partition) => ({ subTopology: sub, partition })),
+    clock, pollMs: 60_000, wanted: () => [...wanted].map((partition) => ({ subTopology: sub, partition })),
     isActive: (id) => activeHere.has(id),
   });
   const round = async (): Promise<void> => {
@@ -60,7 +60,17 @@ async function setup() {
     await active.manager.closeAll();
     await engine.close();
   };
-  return { sub, standbys, registry, control, activeHere, wanted, opened, round, close };
+  /** Partition 0's standby, open, assigned here as active: released with handOver. */
+  const handOver = async (): Promise<{ id: string; stores: TaskStores }> => {
+    const id = `${sub}_0`;
+    await round();
+    const stores = standbys.get(id)!.stores!;
+    activeHere.add(id);
+    standbys.release(id, true);
+    await control.idle();
+    return { id, stores };
+  };
+  return { sub, standbys, registry, control, activeHere, wanted, opened, round, close, active, broker, engine, handOver };
 }
 
 describe('standby tasks', () => {
@@ -109,13 +119,8 @@ describe('standby tasks', () => {
   });
 
   it('close handed-over stores that an active open attempt did not take (its producer init failed)', async () => {
-    const { sub, standbys, registry, control, activeHere, round, close } = await setup();
-    const id = `${sub}_0`;
-    await round();
-    const stores = standbys.get(id)!.stores!;
-    activeHere.add(id);
-    standbys.release(id, true);
-    await control.idle();
+    const { standbys, registry, close, handOver } = await setup();
+    const { id, stores } = await handOver();
     expect(registry.get('counts', 0)?.active).toBe(false);
     await standbys.dropHandoff(id);
     expect(registry.get('counts', 0)).toBeUndefined();
@@ -125,13 +130,8 @@ describe('standby tasks', () => {
   });
 
   it('keep a handed-over standby\'s stores when the placement wants it back before the active open took them', async () => {
-    const { sub, standbys, registry, control, activeHere, opened, round, close } = await setup();
-    const id = `${sub}_0`;
-    await round();
-    const stores = standbys.get(id)!.stores!;
-    activeHere.add(id);
-    standbys.release(id, true);
-    await control.idle();
+    const { standbys, registry, activeHere, opened, round, close, handOver } = await setup();
+    const { id, stores } = await handOver();
     activeHere.delete(id); // revoked before its open ran
     await round();
     expect(standbys.get(id)!.stores).toBe(stores);
@@ -140,37 +140,11 @@ describe('standby tasks', () => {
     await close();
   });
 
-
   it('follow the active task\'s committed changelog, with their lag, and hand their stores over', async () => {
-    const topology = countTopology();
-    const broker = brokerWithTopics(['in', 'out'], 2);
-    const active = await startHarness({ topology, partitions: 2, broker, eosV2: true });
-    active.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
-    await active.manager.control.idle();
-    for (const key of ['x', 'x', 'y']) send(broker, 'in', 0, key, 'v');
-    await active.pump();
-    await active.commitAll();
-
     let now = 1_000;
-    const engine = createInMemoryStoreEngine({ database: createInMemoryDatabase(), cacheMaxBytes: 0 });
-    const ports = fakePorts(broker, 'app');
-    const control = new ControlQueue(8, () => undefined, () => now);
-    const plans = planSubTopologies(topology, 'app');
-    const sub = plans.find((p) => p.changelogTopics.size > 0)!.id;
-    const activeHere = new Set<string>();
-    const registry = new StoreRegistry();
-    const standbys = new StandbyTasks({
-      registry,
-      plans, engine, admin: ports.admin, reader: ports.changelogReader, control, logger: silentLogger,
-      clock: () => now, pollMs: 60_000, wanted: () => [{ subTopology: sub, partition: 0 }, { subTopology: sub, partition: 1 }],
-      isActive: (id) => activeHere.has(id),
-    });
+    const { sub, standbys, registry, control, activeHere, round, close, active, broker, engine } = await setup(() => now);
     const id = `${sub}_0`;
     activeHere.add(`${sub}_1`); // runs here as active: no standby of it
-    const round = async (): Promise<void> => {
-      await standbys.poll();
-      await control.idle();
-    };
     await round(); // opens
     await round(); // catches up
     expect(standbys.all().map((t) => t.id)).toEqual([id]);
@@ -214,9 +188,6 @@ describe('standby tasks', () => {
     await round();
     expect(standbys.all()).toEqual([]);
     await reopened.close();
-    standbys.stop();
-    await control.idle();
-    await active.manager.closeAll();
-    await engine.close();
+    await close();
   });
 });
