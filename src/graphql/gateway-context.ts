@@ -159,18 +159,22 @@ async function askOwner(
     return;
   }
   const first = await Promise.race([fromOwner.then(() => 'owner' as const), fromStandbys.then(() => 'standbys' as const)]);
-  const standby = first === 'standbys' ? await fromStandbys : null;
+  const early = first === 'standbys' ? await fromStandbys : null;
   // The standbys answered first: their answers stand; the other keys wait for the owner.
-  if (standby !== null) for (const [i, answer] of standby) if (answer.lookup.failure === undefined) answers[i] = answer;
-  if (standby !== null && indexes.every((i) => answers[i] === standby.get(i))) return;
+  const settled = new Set<number>();
+  for (const [i, answer] of early ?? []) {
+    if (answer.lookup.failure !== undefined) continue;
+    answers[i] = answer;
+    settled.add(i);
+  }
+  if (settled.size === indexes.length) return;
   const forwarded = await fromOwner;
-  const fromStandby = standby ?? (indexes.some((i, j) => placed.has(i) && ownerCouldNotAnswer(forwarded[j]!)) ? await fromStandbys : new Map<number, KeyAnswer>());
+  const couldNot = (i: number, j: number): boolean => placed.has(i) && ownerCouldNotAnswer(forwarded[j]!);
+  const standby = early ?? (indexes.some(couldNot) ? await fromStandbys : new Map<number, KeyAnswer>());
+  // The owner's answer, unless it could not answer and a standby said something (an answer, or a
+  // failure of its own such as NOT_UP_TO_BOUND, as the fallback after the owner reports).
   indexes.forEach((i, j) => {
-    if (standby !== null && answers[i] === standby.get(i)) return;
-    // The owner's answer, unless it could not answer and a standby said something (an answer,
-    // or a failure of its own such as NOT_UP_TO_BOUND, as the fallback after the owner reports).
-    const mine = forwarded[j]!;
-    answers[i] = placed.has(i) && ownerCouldNotAnswer(mine) ? fromStandby.get(i) ?? mine : mine;
+    if (!settled.has(i)) answers[i] = couldNot(i, j) ? standby.get(i) ?? forwarded[j]! : forwarded[j]!;
   });
 }
 

@@ -179,15 +179,11 @@ export class StandbyTasks {
 
   /** Closes the stores handed over for `taskId`, if its open did not take them; call in the task's turn of the control queue. */
   async dropHandoff(taskId: string): Promise<void> {
-    const handoff = this.handoffs.get(taskId);
-    if (handoff === undefined) return;
-    this.handoffs.delete(taskId);
-    handoff.task.stores = null;
-    await this.closeStores(taskId, handoff.stores);
+    await this.closeStores(taskId, this.takeHandoff(taskId));
   }
 
-  private async closeStores(taskId: string, stores: TaskStores | null): Promise<void> {
-    if (stores === null) return;
+  private async closeStores(taskId: string, stores: TaskStores | null | undefined): Promise<void> {
+    if (stores === null || stores === undefined) return;
     this.deps.registry?.unregister(taskId, stores);
     try {
       await stores.close();
@@ -210,11 +206,7 @@ export class StandbyTasks {
         key: `standby-handoff-close:${taskId}`,
         group: taskId,
         run: async () => {
-          if (!nobodys(taskId)) return;
-          const { task, stores } = this.handoffs.get(taskId)!;
-          this.handoffs.delete(taskId);
-          task.stores = null;
-          await this.closeStores(taskId, stores);
+          if (nobodys(taskId)) await this.dropHandoff(taskId);
         },
       });
     }
@@ -311,10 +303,7 @@ export class StandbyTasks {
     }
     try {
       // Stores this instance's active open of the task was handed but never took: carry on with them.
-      const handoff = this.handoffs.get(task.id);
-      this.handoffs.delete(task.id);
-      if (handoff !== undefined) handoff.task.stores = null;
-      task.stores = handoff?.stores ?? await this.deps.engine.openTask(task.id, [...task.plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
+      task.stores = this.takeHandoff(task.id) ?? await this.deps.engine.openTask(task.id, [...task.plan.changelogTopics.keys()].map((name) => ({ name, partition: task.partition })));
       this.deps.registry?.register(task.id, task.stores, { active: false, state: () => 'RUNNING', lag: () => task.lag() });
       this.deps.logger.info({ taskId: task.id, changelogOffsets: task.stores.changelogOffsets() }, 'standby task open');
     } catch (error) {

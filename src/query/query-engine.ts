@@ -359,11 +359,12 @@ export class QueryEngine {
     // elsewhere exists (restoringAsStandby, the gateway's fallback only: a forwarded read or a
     // page still fails NOT_ACTIVE, so its caller turns to a caught-up standby) it answers as a
     // standby would, saying so — not under maxLag, as its lag is not known.
-    const restoringAsStandby = local.active && local.taskState === 'RESTORING' && options.standbyFallback === true && options.restoringAsStandby === true && !options.requireActive && options.maxLag === undefined;
+    const restoringMayServe = local.active && local.taskState === 'RESTORING' && !options.requireActive && options.maxLag === undefined;
+    const restoringAsStandby = restoringMayServe && options.restoringAsStandby === true;
     if (local.taskState !== 'RUNNING' && !(staleState && options.allowStale) && !restoringAsStandby) {
       // Its standbys elsewhere may answer; with none, its own committed data (restoringAsStandby).
       const standbys = local.active ? this.provider.remoteStandbys?.(store.name, partition) ?? [] : [];
-      const here = local.active && local.taskState === 'RESTORING' && standbys.length === 0 && !options.requireActive && options.maxLag === undefined;
+      const here = restoringMayServe && standbys.length === 0;
       const message = `Task ${local.taskId} is ${local.taskState}${staleState ? ' (pass allowStale to read its committed data)' : ''}.`;
       return { ok: false, partition, failure: { reason: 'NOT_ACTIVE', message, ...(standbys.length === 0 ? {} : { standbys }), ...(here ? { standbyHere: true } : {}) }, info };
     }

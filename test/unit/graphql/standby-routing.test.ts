@@ -240,12 +240,7 @@ describe('standby replicas answer when the active owner cannot', () => {
 
   it('forwards to a standby on another instance when the owner is down and none is kept here', async () => {
     // c keeps standbys of 2 and 3; a keeps none now.
-    const engine = createInMemoryStoreEngine();
-    const provider = new StaticStateProvider({ stores: [STORE] });
-    const cTasks = await addStandbys({ provider, engine }, [2, 3]);
-    const gateway = createGateway({ provider, logging: false });
-    const c = await listen((req, res) => void gateway(req, res));
-    provider.setSelfUrl(c.url);
+    const c = await standbyHost([2, 3]);
     for (const task of standbyTasks.splice(0)) {
       a.provider.removeTask(task.taskId);
       await task.close();
@@ -265,19 +260,12 @@ describe('standby replicas answer when the active owner cannot', () => {
       const meta: any = await gql(fetch as Fetch, a.url, `{ keyMetadata(store: "words", key: "${key}") { partition active activeHere standbys { url here lag { offsets timeMs } } } }`);
       expect(meta.data.keyMetadata).toEqual({ partition: 2, active: down, activeHere: false, standbys: [{ url: c.url, here: false, lag: LAG }] });
     } finally {
-      await close(c.server);
-      await gateway.dispose();
-      for (const task of cTasks) await task.close();
-      await engine.close();
+      await c.dispose();
     }
   });
 
   it('answers from a standby elsewhere while the active task here is still restoring (just moved here), else from the restoring task as a standby', async () => {
-    const engine = createInMemoryStoreEngine();
-    const provider = new StaticStateProvider({ stores: [STORE] });
-    const cTasks = await addStandbys({ provider, engine }, [0]);
-    const gateway = createGateway({ provider, logging: false });
-    const c = await listen((req, res) => void gateway(req, res));
+    const c = await standbyHost([0]);
     const keys = KEYS.filter((key) => partitionOf(key) === 0);
     try {
       a.provider.setTaskState('0_0', 'RESTORING');
@@ -296,10 +284,7 @@ describe('standby replicas answer when the active owner cannot', () => {
       const back: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys });
       keys.forEach((key) => expect(valuesOf(back).get(key)).toEqual({ n: KEYS.indexOf(key) }));
     } finally {
-      await close(c.server);
-      await gateway.dispose();
-      for (const task of cTasks) await task.close();
-      await engine.close();
+      await c.dispose();
     }
   });
 
