@@ -68,6 +68,11 @@ export class ControlQueue {
     return this.pendingKeys.has(key);
   }
 
+  /** The keys of the operations of `group` still waiting to run, in queue order. */
+  pendingIn(group: string): string[] {
+    return this.pending.filter((op) => op.group === group).map((op) => op.key);
+  }
+
   depth(): number {
     return this.pending.length;
   }

@@ -33,6 +33,15 @@ export interface TaskOperationsDeps {
 
 export class TaskOperations {
   private readonly openedIn = new Map<StreamTask, number>();
+  /**
+   * Each task object's number, part of its operations' queue keys: a task revoked and assigned
+   * again is a new object under the same id, and its open or close must not coalesce into the
+   * old one's still waiting in the queue (it would be dropped: never opened, or never closed).
+   */
+  private readonly serials = new WeakMap<StreamTask, number>();
+  private nextSerial = 0;
+  /** Closes waiting in the queue, per task object: a second request shares the first's. */
+  private readonly pendingCloses = new WeakMap<StreamTask, Promise<void>>();
   /** Lost tasks (TaskManager.onRevoked with `lost`): what their next opening waits for first. */
   private readonly reopenAfter = new WeakMap<StreamTask, Promise<void>>();
 
@@ -49,16 +58,23 @@ export class TaskOperations {
   }
 
   requestOpen(task: StreamTask): void {
-    this.deps.control.enqueue({ key: `open:${task.id}`, group: task.id, run: () => this.open(task) });
+    this.deps.control.enqueue({ key: this.keyOf('open', task), group: task.id, run: () => this.open(task) });
   }
 
-  /** Queues a task's close; resolves when it has run, whatever its outcome. `after`: what the close waits for first. */
+  /**
+   * Queues a task's close; resolves when it has run, whatever its outcome. `after`: what the close
+   * waits for first. A close of the task already waiting in the queue is the one that runs (with
+   * its own `commit` and `after`), and both callers wait for it.
+   */
   requestClose(task: StreamTask, commit: boolean, after?: Promise<void>): Promise<void> {
+    const waiting = this.pendingCloses.get(task);
+    if (waiting !== undefined) return waiting;
     // The reason as of now: a stop that begins while the close waits in the queue does not make
     // it a shutdown for the task's store subscribers.
     const reason = this.deps.stopping() ? shutdownReason(task.id, this.deps.failed()) : revokedReason(task.id);
-    return new Promise<void>((resolve) => {
-      this.deps.control.enqueue({ key: `close:${task.id}`, group: task.id, run: async () => {
+    const closed = new Promise<void>((resolve) => {
+      this.deps.control.enqueue({ key: this.keyOf('close', task), group: task.id, run: async () => {
+        this.pendingCloses.delete(task);
         try {
           await after;
           await this.close(task, commit, reason);
@@ -67,6 +83,8 @@ export class TaskOperations {
         }
       } });
     });
+    this.pendingCloses.set(task, closed);
+    return closed;
   }
 
   /**
@@ -82,12 +100,12 @@ export class TaskOperations {
    */
   suspendLost(task: StreamTask): void {
     task.suspend();
-    this.deps.control.enqueue({ key: `suspend:${task.id}`, group: task.id, run: () => discardProducer(task.rollBackAndSuspend()) });
+    this.deps.control.enqueue({ key: this.keyOf('suspend', task), group: task.id, run: () => discardProducer(task.rollBackAndSuspend()) });
   }
 
   requestRollback(task: StreamTask): void {
     this.deps.control.enqueue({
-      key: `rollback:${task.id}`,
+      key: this.keyOf('rollback', task),
       group: task.id,
       run: async () => {
         try {
@@ -99,6 +117,13 @@ export class TaskOperations {
         }
       },
     });
+  }
+
+  /** `open:0_3#7`: the operation, the task's id (for the queue's logs) and this task object's number. */
+  private keyOf(operation: string, task: StreamTask): string {
+    let serial = this.serials.get(task);
+    if (serial === undefined) this.serials.set(task, (serial = ++this.nextSerial));
+    return `${operation}:${task.id}#${serial}`;
   }
 
   private async open(task: StreamTask): Promise<void> {

@@ -349,7 +349,7 @@ describe('exactly-once v2: one transaction for the instance', () => {
     const task = h.manager.localTasks().find((t) => t.partition === 1)!;
     // The opening has started (it left the queue's pending operations): without the wait it
     // would be RESTORING at once.
-    await waitFor(() => !h.manager.control.has('open:0_1'));
+    await waitFor(() => !h.manager.control.pendingIn('0_1').some((key) => key.startsWith('open:')));
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(task.state, 'not re-opened while the cycle holds its cut').toBe('SUSPENDED');
     releaseCommit();

@@ -24,3 +24,33 @@ describe('closing the task manager', () => {
     await h.engine.close();
   });
 });
+
+describe('a task revoked, assigned again and revoked again while its first close waits in the control queue', () => {
+  it('closes the second task object too (its close does not coalesce into the first one\'s)', async () => {
+    const broker = brokerWithTopics(['in', 'out'], 2);
+    const h = await startHarness({ topology: countTopology(), partitions: 2, broker });
+    const both = [{ topic: 'in', partition: 0 }, { topic: 'in', partition: 1 }];
+    h.ports.consumer.assign(both);
+    await h.manager.control.idle();
+    const first = h.manager.localTasks().find((t) => t.partition === 1)!;
+    expect(first.state).toBe('RUNNING');
+    // Task 0_1's operations run in order: everything asked of it below waits behind this.
+    let release!: () => void;
+    h.manager.control.enqueue({ key: 'test:hold-0_1', group: '0_1', run: () => new Promise<void>((resolve) => { release = resolve; }) });
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    h.ports.consumer.assign(both);
+    const second = h.manager.localTasks().find((t) => t.partition === 1)!;
+    expect(second, 'a new task object under the same id').not.toBe(first);
+    h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    expect(h.manager.control.pendingIn('0_1'), 'the hold, the first close, the second open and the second close').toEqual([
+      'test:hold-0_1', expect.stringMatching(/^close:0_1#/), expect.stringMatching(/^open:0_1#/), expect.stringMatching(/^close:0_1#/),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 0)); // the queue starts the hold
+    release();
+    await h.manager.control.idle();
+    expect(first.state).toBe('CLOSED');
+    expect(second.state).toBe('CLOSED');
+    await h.manager.closeAll();
+    await h.engine.close();
+  });
+});
