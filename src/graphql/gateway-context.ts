@@ -146,8 +146,7 @@ async function askOwner(
 ): Promise<void> {
   const fromOwner = forwardToPeer(context, owner, store, options, indexes.map((i) => answers[i]!.lookup));
   const hedged = indexes.filter((i) => placed.has(i));
-  const hedgeMs = context.options.forwardHedgeMs;
-  const fromStandbys = hedged.length > 0 && hedgeMs > 0 && !(await settlesWithin(fromOwner, hedgeMs))
+  const fromStandbys = hedged.length > 0 && (await outlastsHedge(context, fromOwner))
     ? standbyAnswers(context, store, options, answers, hedged, placed)
     : null;
   if (fromStandbys === null) {
@@ -176,6 +175,15 @@ async function askOwner(
   indexes.forEach((i, j) => {
     if (!settled.has(i)) answers[i] = couldNot(i, j) ? standby.get(i) ?? forwarded[j]! : forwarded[j]!;
   });
+}
+
+/**
+ * True when hedging is on (forwardHedgeMs > 0) and `forward` has not settled within
+ * forwardHedgeMs: time to ask another copy as well. The forward runs on either way.
+ */
+async function outlastsHedge(context: GatewayContext, forward: Promise<unknown>): Promise<boolean> {
+  const hedgeMs = context.options.forwardHedgeMs;
+  return hedgeMs > 0 && !(await settlesWithin(forward, hedgeMs));
 }
 
 /** True when `promise` settles within `ms`. */
@@ -228,8 +236,9 @@ async function forwardToPeer(context: GatewayContext, url: string, store: StoreD
 /**
  * The keys at `indexes`, whose owner could not answer, asked of their standbys: the one here in
  * one engine.getMany (standbyFallback), the others' keys of each standby host in one POST, host
- * after host in the placement's order until one answers. A key no standby answers keeps the
- * owner's failure.
+ * after host in the placement's order until one answers (four rounds at most). A host silent past
+ * forwardHedgeMs is hedged as an owner is: its keys are asked of their next standby host as well
+ * (askStandbyHost). A key no standby answers keeps the owner's failure.
  */
 async function answerFromStandbys(
   context: GatewayContext,
@@ -252,27 +261,76 @@ async function answerFromStandbys(
     });
   }
   const health = context.options.peer.health;
+  const hostFrom = (i: number, rank: number): string | undefined =>
+    placed.get(i)!.standbys?.find((url, r) => r >= rank && health?.isDown(url) !== true);
+  // Keys answered so far: the first answer stands, a hedged host's late one is dropped.
+  const answered = new Set<number>();
+  const ask = async (host: string, list: readonly number[]): Promise<void> => {
+    const forwarded = await forwardToPeer(context, host, store, fallbackOptions, list.map((i) => answers[i]!.lookup));
+    list.forEach((i, j) => {
+      if (answered.has(i) || forwarded[j]!.lookup.failure?.reason === 'FORWARD_FAILED') return;
+      answers[i] = forwarded[j]!;
+      answered.add(i);
+    });
+  };
   for (let round = 0; pending.length > 0 && round < 4; round += 1) {
-    const byHost = new Map<string, number[]>();
-    for (const i of pending) {
-      const host = placed.get(i)!.standbys?.find((url, rank) => rank >= round && health?.isDown(url) !== true);
-      if (host === undefined) continue;
-      let list = byHost.get(host);
-      if (list === undefined) byHost.set(host, (list = []));
-      list.push(i);
-    }
+    const byHost = groupByHost(pending, (i) => hostFrom(i, round));
     if (byHost.size === 0) return;
-    const answered = new Set<number>();
-    await Promise.all(
-      [...byHost].map(async ([host, list]) => {
-        const forwarded = await forwardToPeer(context, host, store, fallbackOptions, list.map((i) => answers[i]!.lookup));
-        list.forEach((i, j) => {
-          if (forwarded[j]!.lookup.failure?.reason === 'FORWARD_FAILED') return;
-          answers[i] = forwarded[j]!;
-          answered.add(i);
-        });
-      }),
-    );
+    await Promise.all([...byHost].map(([host, list]) => {
+      // A key's next-ranked host, should this one be slow: the first after it not marked down.
+      const nextHost = (i: number): string | undefined => hostFrom(i, placed.get(i)!.standbys!.indexOf(host) + 1);
+      return askStandbyHost(context, host, list, ask, answered, nextHost);
+    }));
     for (let k = pending.length - 1; k >= 0; k -= 1) if (answered.has(pending[k]!)) pending.splice(k, 1);
   }
+}
+
+/**
+ * One round's keys of a standby host, asked of it (`ask` takes the answers). When it has not
+ * answered within forwardHedgeMs, the keys that have a next standby host (`nextHost`, which skips
+ * those PeerHealth marks down) are asked of that host as well, as askOwner hedges a silent owner:
+ * else a host cut off would hold the round, and the read, for its whole forward budget while the
+ * next could answer. The round goes on once every key is answered or every ask has settled, so a
+ * key left for the next round has no ask still running; the slow host's forward runs on in the
+ * background, to tell PeerHealth whether it answers, and its late answers are dropped. Once
+ * hedged, an ask that rejects (forwardToPeer does not, normally) only leaves its keys unanswered.
+ */
+async function askStandbyHost(
+  context: GatewayContext,
+  host: string,
+  list: readonly number[],
+  ask: (host: string, list: readonly number[]) => Promise<void>,
+  answered: ReadonlySet<number>,
+  nextHost: (i: number) => string | undefined,
+): Promise<void> {
+  const fromHost = ask(host, list);
+  if (!(await outlastsHedge(context, fromHost))) return fromHost;
+  const hedges = [...groupByHost(list, nextHost)].map(([next, keys]) => ask(next, keys));
+  if (hedges.length === 0) return fromHost;
+  await settledOrDone([fromHost, ...hedges], () => list.every((i) => answered.has(i)));
+}
+
+/** `indexes` grouped by the host `hostOf` names for each, leaving out those it names none for. */
+function groupByHost(indexes: readonly number[], hostOf: (i: number) => string | undefined): Map<string, number[]> {
+  const byHost = new Map<string, number[]>();
+  for (const i of indexes) {
+    const host = hostOf(i);
+    if (host === undefined) continue;
+    let list = byHost.get(host);
+    if (list === undefined) byHost.set(host, (list = []));
+    list.push(i);
+  }
+  return byHost;
+}
+
+/** Resolves once every one of `promises` has settled, or sooner once `done()` holds after one has; never rejects. */
+function settledOrDone(promises: ReadonlyArray<Promise<unknown>>, done: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    let open = promises.length;
+    const settle = (): void => {
+      open -= 1;
+      if (open === 0 || done()) resolve();
+    };
+    for (const promise of promises) void promise.then(settle, settle);
+  });
 }

@@ -65,7 +65,9 @@ export interface GatewayOptions {
    * stands. A silent owner — cut off or paused, where a dead one refuses at once — then costs a
    * read this long instead of forwardTimeoutMs plus the bound wait. An owner that is only slow,
    * or waiting for the read's positionBound, is hedged as well: the standbys do the same read
-   * (they honour the bound too), work spent for a sooner answer. 0 never asks before the owner
+   * (they honour the bound too), work spent for a sooner answer. A standby host asked in the
+   * owner's stead is hedged the same way: after this long without its answer, the keys that have a
+   * next standby host ask that one too. 0 never asks before the owner, or the standby host before,
    * has failed. Default 1 000.
    */
   readonly forwardHedgeMs?: number;

@@ -4,7 +4,8 @@
  * and keeps standbys of 2 and 3 whose values differ from the active owner's (`{ n, standby: true }`),
  * so every answer shows which copy it came from. The owner answers while it can; when it cannot,
  * the standby kept here (or one elsewhere) answers, saying so, with its lag; `maxLag` lets a
- * standby within it answer first; an owner that failed just now is not asked again for a while.
+ * standby within it answer first; an owner that failed just now is not asked again for a while;
+ * an owner, or a standby host, silent past forwardHedgeMs has the next copy asked as well.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { serdes } from '../../../src/store/serdes.js';
@@ -67,16 +68,21 @@ async function slow(target: string, delayMs: number): Promise<{ url: string; clo
   return { url, close: () => close(server) };
 }
 
-/** An instance of its own keeping standbys of `partitions` (values `{ n, standby: true }`), listening. */
-async function standbyHost(partitions: readonly number[]): Promise<{ url: string; dispose: () => Promise<void> }> {
+/** An instance of its own keeping standbys of `partitions` (values `{ n, standby: true }`), listening and counting requests. */
+async function standbyHost(partitions: readonly number[]): Promise<{ url: string; hits: () => number; dispose: () => Promise<void> }> {
   const engine = createInMemoryStoreEngine();
   const provider = new StaticStateProvider({ stores: [STORE] });
   const tasks = await addStandbys({ provider, engine }, partitions);
   const gateway = createGateway({ provider, logging: false });
-  const { server, url } = await listen((req, res) => void gateway(req, res));
+  let hits = 0;
+  const { server, url } = await listen((req, res) => {
+    hits += 1;
+    void gateway(req, res);
+  });
   provider.setSelfUrl(url);
   return {
     url,
+    hits: () => hits,
     dispose: async () => {
       await close(server);
       await gateway.dispose();
@@ -198,6 +204,89 @@ describe('standby replicas answer when the active owner cannot', () => {
       await host.close();
       await c.dispose();
       await dispose(o);
+      await dispose(h);
+    }
+  });
+
+  it('asks the next standby host as well when a standby host stays silent past forwardHedgeMs, and answers from it without waiting out the forward timeout', async () => {
+    // The owner refuses, so the standby hosts are asked: the first takes the request and never
+    // answers. Its forward would fail only after 10 s; the hedge lets the second answer long before.
+    const hedgeMs = 100;
+    let hits = 0;
+    const silent = await listen(() => void (hits += 1));
+    const h = await instance([0, 1], { forwardTimeoutMs: 10_000, forwardHedgeMs: hedgeMs });
+    const c = await standbyHost([2, 3]);
+    const down = await downUrl();
+    try {
+      for (const p of [2, 3]) {
+        h.provider.setRemoteOwner(STORE.name, p, down);
+        h.provider.setRemoteStandbys(STORE.name, p, [silent.url, c.url]);
+      }
+      const started = Date.now();
+      const result: any = await gql(fetch as Fetch, h.url, GET_MANY, { keys: remoteKeys });
+      const took = Date.now() - started;
+      expect(result.errors).toBeUndefined();
+      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+      expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: c.url })));
+      // The silent host was asked first, the second only once the hedge began (a timer may fire a few ms early by the wall clock).
+      expect(hits).toBe(1);
+      expect(took).toBeGreaterThanOrEqual(hedgeMs - 10);
+      expect(took).toBeLessThan(5_000);
+    } finally {
+      await close(silent.server);
+      await c.dispose();
+      await dispose(h);
+    }
+  });
+
+  it('keeps the next standby host\'s answers when the slow host answers the same keys later, and takes the slow host\'s for keys no other host keeps', async () => {
+    // Partition 2 has a second standby host, partition 3 only the slow one: the read waits for the
+    // slow host (400 ms away) for 3, and its answer carries 2 as well, after the second host's.
+    const h = await instance([0, 1], { forwardHedgeMs: 50 });
+    const c1 = await standbyHost([2, 3]);
+    const c2 = await standbyHost([2]);
+    const first = await slow(c1.url, 400);
+    const down = await downUrl();
+    try {
+      for (const p of [2, 3]) h.provider.setRemoteOwner(STORE.name, p, down);
+      h.provider.setRemoteStandbys(STORE.name, 2, [first.url, c2.url]);
+      h.provider.setRemoteStandbys(STORE.name, 3, [first.url]);
+      const result: any = await gql(fetch as Fetch, h.url, GET_MANY, { keys: remoteKeys });
+      expect(result.errors).toBeUndefined();
+      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+      expect(result.data.getMany.partitions).toEqual([
+        { partition: 2, failure: null, standby: true, lag: LAG, servedBy: c2.url },
+        { partition: 3, failure: null, standby: true, lag: LAG, servedBy: first.url },
+      ]);
+      expect(c1.hits()).toBe(1);
+    } finally {
+      await first.close();
+      await c1.dispose();
+      await c2.dispose();
+      await dispose(h);
+    }
+  });
+
+  it('with forwardHedgeMs 0, asks the standby hosts one after another: a slow host\'s answer stands and the next host is not asked', async () => {
+    const h = await instance([0, 1], { forwardHedgeMs: 0 });
+    const c1 = await standbyHost([2, 3]);
+    const c2 = await standbyHost([2, 3]);
+    const first = await slow(c1.url, 300);
+    const down = await downUrl();
+    try {
+      for (const p of [2, 3]) {
+        h.provider.setRemoteOwner(STORE.name, p, down);
+        h.provider.setRemoteStandbys(STORE.name, p, [first.url, c2.url]);
+      }
+      const result: any = await gql(fetch as Fetch, h.url, GET_MANY, { keys: remoteKeys });
+      expect(result.errors).toBeUndefined();
+      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+      expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: first.url })));
+      expect(c2.hits()).toBe(0);
+    } finally {
+      await first.close();
+      await c1.dispose();
+      await c2.dispose();
       await dispose(h);
     }
   });
