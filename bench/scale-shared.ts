@@ -175,13 +175,22 @@ export type FromBaseline =
    * since the last report, last move], the times as epoch milliseconds (performance.timeOrigin +
    * performance.now()), which the orchestrator maps onto its own clock.
    */
-  | { readonly t: 'progress'; readonly moved: Array<[number, number, number, number]> };
+  | { readonly t: 'progress'; readonly moved: Array<[number, number, number, number]> }
+  /** The second member's whole assignment, after each change (the roll). */
+  | { readonly t: 'owned'; readonly owned: number[] }
+  /** The second member has left the group. */
+  | { readonly t: 'left' };
+
+/** Messages from the orchestrator to the baseline: a second member joins its group, then leaves it. */
+export type ToBaseline = { readonly t: 'join' } | { readonly t: 'leave' };
 
 export interface BaselineConfig {
   readonly brokers: string[];
   readonly topic: string;
   readonly client: ScaleClient;
   readonly partitions: number;
+  /** The group's heartbeat interval: iqgate's (SCALE_HEARTBEAT_MS, else the runtime's default). */
+  readonly heartbeatIntervalMs: number;
 }
 
 /** Messages from the load producer (bench/scale-load.ts) to the orchestrator; times as epoch milliseconds. */

@@ -48,6 +48,12 @@
  *    leave.max}.ms` (over A's staying partitions, in the same windows) and
  *    `rebalance.pause.max.ratio` (A's longest pause ÷ the baseline's) tell a pause of iqgate's
  *    from one the broker and this machine impose on any consumer.
+ *  - the bare client's roll (SCALE_BASELINE_ROLL=0 skips it): once iqgate's leave has settled, a
+ *    second member joins the baseline consumer's group, holds, and leaves, under the same load
+ *    (both members commit automatically every 100 ms, at iqgate's heartbeat interval; librdkafka
+ *    cooperative-sticky). `roll.baseline.{moved,staying}.stall.max.ms` are its partitions'
+ *    longest stops, measured as iqgate's, and `roll.{moved,staying}.stall.ratio` iqgate's ÷ those:
+ *    what the client's group protocol alone costs a consumer that does no work.
  *  - librdkafka uses static membership: a plainly stopped member keeps its place until its
  *    session times out, and only then do its partitions come back. B goes for good, so it stops
  *    with stop({ leaveGroup: true }), which takes it out of the group at once (a scale-down);
@@ -86,8 +92,9 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { destination, pino, type Logger } from 'pino';
 import { createRuntime, type Runtime } from '../src/index.js';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../src/kafka/group-settings.js';
 import { changelogTopic } from '../src/processing/topic-names.js';
-import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, standbyOptions, STORE, type BaselineConfig, type FromBaseline, type FromLoad, type LoadConfig, type ToLoad, type FromInstance, type InstanceConfig, type ScaleClient, type ToInstance } from './scale-shared.js';
+import { applyExperiments, experimentRetries, ProgressTracker, scaleTopology, standbyOptions, STORE, type BaselineConfig, type FromBaseline, type FromLoad, type LoadConfig, type ToLoad, type FromInstance, type InstanceConfig, type ScaleClient, type ToBaseline, type ToInstance } from './scale-shared.js';
 
 /** The histogram monitorEventLoopDelay() returns (@types/node 24 names it ELDHistogram, 20 IntervalHistogram). */
 type IntervalHistogram = ReturnType<typeof monitorEventLoopDelay>;
@@ -107,6 +114,8 @@ const SETTLE_MS = 5_000;
 const BOOT_SETTLE_MS = 2_000;
 /** Between the settled join and B's stop. */
 const HOLD_MS = Number(process.env.SCALE_HOLD_S ?? 3) * 1000;
+/** SCALE_BASELINE_ROLL=0 skips the bare client's roll after iqgate's (measureBaselineRoll). */
+const BASELINE_ROLL = process.env.SCALE_BASELINE_ROLL !== '0';
 /** B goes for good, so it stops with leaveGroup (a scale-down); SCALE_B_LEAVE_GROUP=0: a plain stop. */
 const B_LEAVES_GROUP = process.env.SCALE_B_LEAVE_GROUP !== '0';
 /** heartbeatIntervalMs of A and B (SCALE_HEARTBEAT_MS); unset: the runtime's default. */
@@ -964,14 +973,27 @@ class Baseline extends BenchChild<FromBaseline> {
   readonly tracker = new ProgressTracker(N);
   ready = false;
   failed: string | null = null;
+  /** The roll's second member: its assignment as last reported, and whether it has left. */
+  secondOwned: number[] = [];
+  secondLeft = false;
 
   constructor(run: ClientRun) {
-    const config: BaselineConfig = { brokers: run.brokers, topic: run.topic, client: run.client, partitions: N };
+    const config: BaselineConfig = {
+      brokers: run.brokers, topic: run.topic, client: run.client, partitions: N, heartbeatIntervalMs: HEARTBEAT_MS ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
+    };
     super('./scale-baseline.ts', config, (message) => {
-      if (message.t === 'ready') this.ready = true;
-      else if (message.t === 'failed') this.failed = message.error;
-      else this.progress(message.moved);
+      switch (message.t) {
+        case 'ready': this.ready = true; break;
+        case 'failed': this.failed = message.error; break;
+        case 'owned': this.secondOwned = message.owned; break;
+        case 'left': this.secondLeft = true; break;
+        default: this.progress(message.moved);
+      }
     });
+  }
+
+  request(message: ToBaseline): void {
+    if (this.child.connected) this.child.send(message);
   }
 
   /** Positions from the child; its epoch-millisecond times onto this process's performance clock. */
@@ -984,6 +1006,58 @@ class Baseline extends BenchChild<FromBaseline> {
       if (Number.isNaN(this.tracker.firstSinceMark[p]!)) this.tracker.firstSinceMark[p] = firstAt - origin;
     }
   }
+}
+
+/**
+ * The roll again, on the bare client (bench/scale-baseline.ts), after iqgate's and with the same
+ * load: a second member joins the baseline consumer's group, holds, and leaves. Its partitions
+ * (moved) and the others (staying) are watched as iqgate's are, so `roll.*.stall` can be read
+ * against what the client's own group protocol costs a consumer that does no work:
+ * `roll.baseline.{moved,staying}.stall.max.ms` and the ratios `roll.{moved,staying}.stall.ratio`.
+ */
+async function measureBaselineRoll(run: ClientRun, monitor: Monitor, baseline: Baseline, iqgate: { moved: number; staying: number }): Promise<void> {
+  const f = (name: string, unit: string, value: number): void => report(`${run.prefix}.${name}`, unit, value);
+  const series = monitor.baseline;
+  if (series === null) return;
+  series.beginWindow('roll-join');
+  const joinAt = performance.now();
+  baseline.request({ t: 'join' });
+  await until(() => baseline.secondOwned.length > 0 || baseline.failed !== null || baseline.exited, 60_000);
+  if (baseline.secondOwned.length === 0) {
+    series.endWindow();
+    note(`${run.client}: the baseline's second member got no partitions: ${baseline.failed ?? 'none within 60 s'}`);
+    return;
+  }
+  f('roll.baseline.join.assigned.ms', 'ms', performance.now() - joinAt);
+  await sleep(SETTLE_MS + HOLD_MS);
+  const moved = new Uint8Array(N);
+  for (const p of baseline.secondOwned) moved[p] = 1;
+  const joinWindow = series.endWindow();
+  series.beginWindow('roll-leave');
+  const leaveAt = performance.now();
+  baseline.request({ t: 'leave' });
+  await until(() => baseline.secondLeft || baseline.failed !== null || baseline.exited, 30_000);
+  f('roll.baseline.leave.left.ms', 'ms', performance.now() - leaveAt);
+  await sleep(SETTLE_MS);
+  const leaveWindow = series.endWindow();
+  const of = (want: number, w: Window): number => {
+    let max = 0;
+    for (let p = 0; p < N; p += 1) if (moved[p] === want) max = Math.max(max, w.max[p]!);
+    return max;
+  };
+  const movedMax = Math.max(of(1, joinWindow), of(1, leaveWindow));
+  const stayingMax = Math.max(of(0, joinWindow), of(0, leaveWindow));
+  f('roll.baseline.moved.partitions', 'partitions', baseline.secondOwned.length);
+  f('roll.baseline.moved.stall.join.max.ms', 'ms', of(1, joinWindow));
+  f('roll.baseline.moved.stall.leave.max.ms', 'ms', of(1, leaveWindow));
+  f('roll.baseline.staying.stall.join.max.ms', 'ms', of(0, joinWindow));
+  f('roll.baseline.staying.stall.leave.max.ms', 'ms', of(0, leaveWindow));
+  f('roll.baseline.moved.stall.max.ms', 'ms', movedMax);
+  f('roll.baseline.staying.stall.max.ms', 'ms', stayingMax);
+  f('roll.moved.stall.ratio', 'ratio', iqgate.moved / movedMax);
+  f('roll.staying.stall.ratio', 'ratio', iqgate.staying / stayingMax);
+  note(`${run.client}: bare client roll, join: ${pauseHistogram(joinWindow, joinAt, Array.from({ length: N }, (_, p) => p))}`);
+  note(`${run.client}: bare client roll, leave: ${pauseHistogram(leaveWindow, leaveAt, Array.from({ length: N }, (_, p) => p))}`);
 }
 
 /**
@@ -1203,14 +1277,16 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     const eitherLeave = monitor.pausesEither.windowNamed('leave');
     const moved: number[] = [];
     for (let p = 0; p < N; p += 1) if (monitor.staying![p] === 0) moved.push(p);
+    let roll: { moved: number; staying: number } | null = null;
     if (eitherJoin !== undefined && eitherLeave !== undefined) {
       const movedPauses = moved.map((p) => Math.max(eitherJoin.max[p]!, eitherLeave.max[p]!));
       f('rebalance.moved.tasks', 'tasks', moved.length);
       f('rebalance.moved.pause.join.max.ms', 'ms', moved.length > 0 ? Math.max(...moved.map((p) => eitherJoin.max[p]!)) : Number.NaN);
       f('rebalance.moved.pause.leave.max.ms', 'ms', moved.length > 0 ? Math.max(...moved.map((p) => eitherLeave.max[p]!)) : Number.NaN);
       f('rebalance.moved.pause.p99.ms', 'ms', percentile(movedPauses, 99));
-      f('roll.moved.stall.max.ms', 'ms', movedPauses.length > 0 ? Math.max(...movedPauses) : Number.NaN);
-      f('roll.staying.stall.max.ms', 'ms', pauses.length > 0 ? Math.max(...pauses) : Number.NaN);
+      roll = { moved: movedPauses.length > 0 ? Math.max(...movedPauses) : Number.NaN, staying: pauses.length > 0 ? Math.max(...pauses) : Number.NaN };
+      f('roll.moved.stall.max.ms', 'ms', roll.moved);
+      f('roll.staying.stall.max.ms', 'ms', roll.staying);
     }
     // The bare consumer's pauses on the same partitions in the same windows.
     const baseJoin = monitor.baseline?.windowNamed('join');
@@ -1252,6 +1328,7 @@ async function measureRebalance(run: ClientRun, a: Instance): Promise<boolean> {
     note(`${run.client}: lag each second from B's start: ${series(joinEvent, leaveEvent)}`);
     note(`${run.client}: lag each second from B's stop: ${series(leaveEvent, leaveEnd)}`);
     completed = !Number.isNaN(backAt);
+    if (completed && roll !== null && BASELINE_ROLL) await measureBaselineRoll(run, monitor, baseline, roll);
     return completed;
   } finally {
     delay.disable();
