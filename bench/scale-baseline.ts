@@ -65,6 +65,9 @@ const librdkafka: StartMember = async (onOwned) => {
   });
   await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(err) : resolve())));
   consumer.setDefaultConsumeTimeout(100);
+  // As iqgate's adapter: wait for the first record only, then take what is ready (without it,
+  // consume(n) waits up to the timeout for each of its n records, and a trickle stalls for ~1 s).
+  (consumer as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(only: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
   consumer.subscribe([config.topic]);
   let stopped = false;
   const next = (): void => {

@@ -1031,6 +1031,7 @@ async function measureBaselineRoll(run: ClientRun, monitor: Monitor, baseline: B
   f('roll.baseline.join.assigned.ms', 'ms', performance.now() - joinAt);
   await sleep(SETTLE_MS + HOLD_MS);
   const moved = new Uint8Array(N);
+  const movedCount = baseline.secondOwned.length;
   for (const p of baseline.secondOwned) moved[p] = 1;
   const joinWindow = series.endWindow();
   series.beginWindow('roll-leave');
@@ -1047,7 +1048,7 @@ async function measureBaselineRoll(run: ClientRun, monitor: Monitor, baseline: B
   };
   const movedMax = Math.max(of(1, joinWindow), of(1, leaveWindow));
   const stayingMax = Math.max(of(0, joinWindow), of(0, leaveWindow));
-  f('roll.baseline.moved.partitions', 'partitions', baseline.secondOwned.length);
+  f('roll.baseline.moved.partitions', 'partitions', movedCount);
   f('roll.baseline.moved.stall.join.max.ms', 'ms', of(1, joinWindow));
   f('roll.baseline.moved.stall.leave.max.ms', 'ms', of(1, leaveWindow));
   f('roll.baseline.staying.stall.join.max.ms', 'ms', of(0, joinWindow));
