@@ -9,6 +9,8 @@
  * either read here or asked of exactly one owner, never both, so a rebalance in between cannot
  * return a key twice (the owner then answers NOT_PRESENT for a partition it no longer has).
  * A request that was itself forwarded is answered from local partitions only: one hop at most.
+ * The partitions an owner could not serve just now are read in the same page from a standby
+ * (standbyPages), as a key read's are (gateway-context.ts).
  *
  * Pinned listings (docs/architecture.md §5): a client's listing pins the snapshot of the
  * partitions hosted here, which later pages with its cursors read again; the partitions of
@@ -36,24 +38,102 @@ export async function gatherPage(
   const pinned: PageRequest = { ...request, pin: !forwarded };
   // Every partition left here is active here, or has no other answer than the standby kept here
   // (no owner known, the owner failed just now, or within maxLag), or this request was forwarded.
-  if (byOwner.size === 0) return unpinIfDone(context, await context.engine.page({ ...options, standbyFallback: true }, pinned));
   const remote = new Set([...byOwner.values()].flat());
   const local = { ...options, partitions: requested.filter((p) => !remote.has(p)), standbyFallback: true };
+  const owners = [...byOwner];
   const [here, ...there] = await Promise.all([
     context.engine.page(local, pinned),
-    ...[...byOwner].map(async ([owner, partitions]) => {
-      const page = await forwardPage(owner, store, options, request, fingerprint, partitions, context.options.peer);
-      if (page.partitions.every((p) => p.failure?.reason === 'FORWARD_FAILED')) context.options.peer.health?.markDown(owner);
-      else context.options.peer.health?.markUp(owner);
-      return page;
-    }),
+    ...owners.map(([owner, partitions]) => pageOfPeer(context, owner, store, options, request, fingerprint, partitions)),
   ]);
-  const pages = [here!, ...there];
+  // One hop at most: a forwarded request's failures stand.
+  const fallback = forwarded ? [] : await standbyPages(context, store, options, request, fingerprint, [[null, here!], ...there.map((page, k) => [owners[k]![0], page] as const)]);
+  if (there.length === 0 && fallback.length === 0) return unpinIfDone(context, here!);
+  const pages = [here!, ...there, ...fallback];
   const merged = mergePages(pages, request);
   const outcomes = new Map<number, PartitionOutcome>(pages.flatMap((page) => page.partitions.map((o) => [o.partition, o] as const)));
+  // A standby's answer replaces its owner's failure; a standby's own failure does not.
+  for (const page of fallback) for (const o of page.partitions) if (o.failure !== undefined) outcomes.set(o.partition, failureBefore(pages, o.partition) ?? o);
   // In the order asked for, as a local page reports them.
   const page = { ...here!, entries: merged.entries, hasMore: merged.hasMore, partitions: requested.map((p) => outcomes.get(p)!) };
   return unpinIfDone(context, page);
+}
+
+/** The first page's outcome for `partition` (the owner's, which a failed standby leaves standing). */
+function failureBefore(pages: readonly ForwardedPage[], partition: number): PartitionOutcome | undefined {
+  for (const page of pages) {
+    const outcome = page.partitions.find((o) => o.partition === partition);
+    if (outcome !== undefined) return outcome;
+  }
+  return undefined;
+}
+
+/** forwardPage, noting in PeerHealth whether the peer answered at all. */
+async function pageOfPeer(
+  context: GatewayContext,
+  url: string,
+  store: StoreDescriptor,
+  options: QueryOptions,
+  request: PageRequest,
+  fingerprint: Bytes,
+  partitions: readonly number[],
+): Promise<ForwardedPage> {
+  const page = await forwardPage(url, store, options, request, fingerprint, partitions, context.options.peer);
+  if (page.partitions.every((p) => p.failure?.reason === 'FORWARD_FAILED')) context.options.peer.health?.markDown(url);
+  else context.options.peer.health?.markUp(url);
+  return page;
+}
+
+/**
+ * The same page of the partitions their owner could not serve just now, asked of a standby
+ * (KIP-535), as a key read's fallback does (gateway-context.ts): an owner elsewhere that failed
+ * (FORWARD_FAILED), whose task restores (NOT_ACTIVE), or that no longer or not yet hosts the
+ * partition (NOT_PRESENT: the map here is a rebalance behind) — and the task here that is still
+ * restoring after a move (NOT_ACTIVE). Each such partition goes to one standby, once: the one
+ * kept here, else the first standby host that is neither its owner nor failing just now, else a
+ * task restoring here answers with its committed data, flagged as a standby's. These pages are
+ * unpinned: the partitions are read at the state each page meets, as every partition read
+ * elsewhere is. Under requireActive or maxLag (whose standbys were chosen up front) the owner's
+ * failures stand. `pages`: each page with its owner (null: here).
+ */
+async function standbyPages(
+  context: GatewayContext,
+  store: StoreDescriptor,
+  options: QueryOptions,
+  request: PageRequest,
+  fingerprint: Bytes,
+  pages: ReadonlyArray<readonly [string | null, ForwardedPage]>,
+): Promise<ForwardedPage[]> {
+  if (options.requireActive === true || options.maxLag !== undefined) return [];
+  const health = context.options.peer.health;
+  const here: number[] = [];
+  const byHost = new Map<string, number[]>();
+  for (const [owner, page] of pages) {
+    for (const outcome of page.partitions) {
+      const reason = outcome.failure?.reason;
+      if (owner === null ? reason !== 'NOT_ACTIVE' : reason !== 'FORWARD_FAILED' && reason !== 'NOT_ACTIVE' && reason !== 'NOT_PRESENT') continue;
+      const p = outcome.partition;
+      const local = context.provider.localPartition(store.name, p);
+      if (owner === null && local?.active !== true) continue; // the standby here said it already
+      if (local !== undefined && !local.active) {
+        here.push(p);
+        continue;
+      }
+      const host = context.provider.remoteStandbys?.(store.name, p).find((url) => url !== owner && url !== context.provider.selfUrl?.() && health?.isDown(url) !== true);
+      if (host !== undefined) {
+        let list = byHost.get(host);
+        if (list === undefined) byHost.set(host, (list = []));
+        list.push(p);
+      } else if (local !== undefined) {
+        here.push(p);
+      }
+    }
+  }
+  const { snapshot: _snapshot, ...unpinned } = request;
+  const live: PageRequest = { ...unpinned, pin: false };
+  return Promise.all([
+    ...(here.length === 0 ? [] : [context.engine.page({ ...options, partitions: here, standbyFallback: true, restoringAsStandby: true }, live)]),
+    ...[...byHost].map(([host, partitions]) => pageOfPeer(context, host, store, options, live, fingerprint, partitions)),
+  ]);
 }
 
 /** A listing whose first page is its only one needs no snapshot: its cursors then name none. */

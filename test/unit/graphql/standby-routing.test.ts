@@ -291,7 +291,7 @@ describe('standby replicas answer when the active owner cannot', () => {
     }
   });
 
-  it('a forwarded read or a page meets NOT_ACTIVE at an owner whose task restores: the caller reads the caught-up standby elsewhere', async () => {
+  it('a forwarded read or page meets NOT_ACTIVE at an owner whose task restores: the caller, or the owner for its own client, reads the caught-up standby elsewhere', async () => {
     const c = await standbyHost([2]);
     try {
       a.provider.setRemoteStandbys(STORE.name, 2, [c.url]);
@@ -304,8 +304,20 @@ describe('standby replicas answer when the active owner cannot', () => {
       const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys });
       keys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
       expect(result.data.getMany.partitions).toEqual([{ partition: 2, failure: null, standby: true, lag: LAG, servedBy: c.url }]);
-      const page: any = await gql(fetch as Fetch, b.url, '{ range(store: "words", first: 100, partitions: [2]) { edges { node { key } } partitions { partition failure { reason } } } }');
-      expect(page.data.range.partitions).toEqual([{ partition: 2, failure: { reason: 'NOT_ACTIVE' } }]);
+      // Pages likewise: asked of a, which forwards to b, and asked of b itself.
+      const PAGE = '{ range(store: "words", first: 100, partitions: [2]) { edges { node { key value } } partitions { partition failure { reason } standby servedBy } } }';
+      for (const via of [a.url, b.url]) {
+        const page: any = await gql(fetch as Fetch, via, PAGE);
+        expect(page.data.range.partitions, via).toEqual([{ partition: 2, failure: null, standby: true, servedBy: c.url }]);
+        expect(page.data.range.edges.map((e: any) => e.node.key).sort()).toEqual([...keys].sort());
+        for (const e of page.data.range.edges) expect(e.node.value).toEqual({ n: KEYS.indexOf(e.node.key), standby: true });
+      }
+      // (Via a, b's answer to the forwarded page was NOT_ACTIVE — one hop, no fallback there — and a asked c.)
+      // With no standby elsewhere, b's restoring task answers its own client with its committed data.
+      b.provider.setSelfUrl(b.url);
+      b.provider.setRemoteStandbys(STORE.name, 2, []);
+      const own: any = await gql(fetch as Fetch, b.url, PAGE);
+      expect(own.data.range.partitions).toEqual([{ partition: 2, failure: null, standby: true, servedBy: b.url }]);
     } finally {
       await c.dispose();
     }
@@ -377,20 +389,69 @@ describe('standby replicas answer when the active owner cannot', () => {
     }
   });
 
-  it('pages a range with the standby kept here once the owner failed', async () => {
+  it('pages a range with the standby kept here when the owner fails, from that page on, every key once and in order', async () => {
     const owner = await failing();
     try {
       for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, owner.url);
       const RANGE = '{ range(store: "words", first: 100) { edges { node { key value } } partitions { partition failure { reason } standby servedBy } } }';
-      const first: any = await gql(fetch as Fetch, a.url, RANGE);
-      expect(first.data.range.partitions.filter((p: any) => p.failure !== null).map((p: any) => p.failure.reason)).toEqual(['FORWARD_FAILED', 'FORWARD_FAILED']);
-      // The owner failed just now: the next page reads partitions 2 and 3 from the standby here.
-      const second: any = await gql(fetch as Fetch, a.url, RANGE);
-      expect(second.data.range.partitions.map((p: any) => [p.partition, p.failure, p.standby])).toEqual([[0, null, false], [1, null, false], [2, null, true], [3, null, true]]);
-      expect(second.data.range.edges).toHaveLength(KEYS.length);
+      // The first page finds the owner failing and reads its partitions from the standby here; the
+      // next goes to the standby at once (the owner failed just now).
+      for (const round of [1, 2]) {
+        const page: any = await gql(fetch as Fetch, a.url, RANGE);
+        expect(page.data.range.partitions.map((p: any) => [p.partition, p.failure, p.standby]), `page ${round}`).toEqual([[0, null, false], [1, null, false], [2, null, true], [3, null, true]]);
+        const keys = page.data.range.edges.map((e: any) => e.node.key);
+        expect(keys).toEqual([...KEYS].sort());
+        for (const e of page.data.range.edges) expect(e.node.value).toEqual(partitionOf(e.node.key) >= 2 ? { n: KEYS.indexOf(e.node.key), standby: true } : { n: KEYS.indexOf(e.node.key) });
+      }
       expect(owner.hits()).toBe(1);
     } finally {
       await owner.close();
+    }
+  });
+
+  it('pages through the standby host elsewhere when the owner the map names no longer hosts the partitions; under requireActive the owner\'s NOT_PRESENT stands', async () => {
+    const owner = await instance([]); // hosts nothing: asked as the owner, it answers NOT_PRESENT
+    const c = await standbyHost([2, 3]);
+    let disposed = false;
+    try {
+      for (const task of standbyTasks.splice(0)) {
+        a.provider.removeTask(task.taskId);
+        await task.close();
+      }
+      for (const p of [2, 3]) {
+        a.provider.setRemoteOwner(STORE.name, p, owner.url);
+        a.provider.setRemoteStandbys(STORE.name, p, [owner.url, c.url]);
+      }
+      const PAGE = (extra: string): string => `{ range(store: "words", first: 3${extra}) { edges { cursor node { key value } } pageInfo { hasNextPage } partitions { partition failure { reason } standby servedBy } } }`;
+      // Pages of three: every key once, in order, those of 2 and 3 from c (the owner is not asked as a standby).
+      const seen: string[] = [];
+      let after = '';
+      for (let round = 0; round < KEYS.length; round += 1) {
+        const page: any = await gql(fetch as Fetch, a.url, PAGE(after));
+        expect(page.errors).toBeUndefined();
+        // (0 and 1 are read from the listing's snapshot here after the first page: no servedBy then.)
+        expect(page.data.range.partitions.map((p: any) => [p.partition, p.failure, p.standby, p.partition >= 2 ? p.servedBy : 'here'])).toEqual([
+          [0, null, false, 'here'], [1, null, false, 'here'], [2, null, true, c.url], [3, null, true, c.url],
+        ]);
+        for (const e of page.data.range.edges) {
+          seen.push(e.node.key);
+          expect(e.node.value).toEqual(partitionOf(e.node.key) >= 2 ? { n: KEYS.indexOf(e.node.key), standby: true } : { n: KEYS.indexOf(e.node.key) });
+        }
+        if (!page.data.range.pageInfo.hasNextPage) break;
+        after = `, after: "${page.data.range.edges.at(-1).cursor}"`;
+      }
+      expect(seen).toEqual([...KEYS].sort());
+      const active: any = await gql(fetch as Fetch, a.url, '{ range(store: "words", first: 100, requireActive: true) { partitions { partition failure { reason } } } }');
+      expect(active.data.range.partitions.map((p: any) => p.failure?.reason ?? null)).toEqual([null, null, 'NOT_PRESENT', 'NOT_PRESENT']);
+      // A standby host that fails too leaves the owner's failure standing.
+      await c.dispose();
+      disposed = true;
+      const failed: any = await gql(fetch as Fetch, a.url, '{ range(store: "words", first: 100) { edges { node { key } } partitions { partition failure { reason } } } }');
+      expect(failed.data.range.partitions.map((p: any) => p.failure?.reason ?? null)).toEqual([null, null, 'NOT_PRESENT', 'NOT_PRESENT']);
+      expect(failed.data.range.edges.map((e: any) => e.node.key)).toEqual(KEYS.filter((k) => partitionOf(k) < 2).sort());
+    } finally {
+      if (!disposed) await c.dispose();
+      await dispose(owner);
     }
   });
 
