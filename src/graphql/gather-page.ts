@@ -45,8 +45,9 @@ export async function gatherPage(
     context.engine.page(local, pinned),
     ...owners.map(([owner, partitions]) => pageOfPeer(context, owner, store, options, request, fingerprint, partitions)),
   ]);
-  // One hop at most: a forwarded request's failures stand.
-  const fallback = forwarded ? [] : await standbyPages(context, store, options, request, fingerprint, [[null, here!], ...there.map((page, k) => [owners[k]![0], page] as const)]);
+  // One hop at most: a forwarded request's failures stand; so do they when the fallback throws
+  // (the instance stopping under it, say), and the page is still served and its pin let go.
+  const fallback = forwarded ? [] : await standbyPages(context, store, options, request, fingerprint, [[null, here!], ...there.map((page, k) => [owners[k]![0], page] as const)]).catch(() => []);
   if (there.length === 0 && fallback.length === 0) return unpinIfDone(context, here!);
   const pages = [here!, ...there, ...fallback];
   const merged = mergePages(pages, request);
@@ -87,10 +88,12 @@ async function pageOfPeer(
  * The same page of the partitions their owner could not serve just now, asked of a standby
  * (KIP-535), as a key read's fallback does (gateway-context.ts): an owner elsewhere that failed
  * (FORWARD_FAILED), whose task restores (NOT_ACTIVE), or that no longer or not yet hosts the
- * partition (NOT_PRESENT: the map here is a rebalance behind) — and the task here that is still
- * restoring after a move (NOT_ACTIVE). Each such partition goes to one standby, once: the one
- * kept here, else the first standby host that is neither its owner nor failing just now, else a
- * task restoring here answers with its committed data, flagged as a standby's. These pages are
+ * partition (NOT_PRESENT: the map here is a rebalance behind) — and here, a task still restoring
+ * after a move (NOT_ACTIVE) or a partition with no owner known (NOT_PRESENT: assigned here, its
+ * task not open yet). Each such partition goes to one standby, once: the one kept here, else the
+ * first standby host that is neither its owner nor failing just now, else — when the partition
+ * has no standby elsewhere at all — a task restoring here answers with its committed data,
+ * flagged as a standby's. These pages are
  * unpinned: the partitions are read at the state each page meets, as every partition read
  * elsewhere is. Under requireActive or maxLag (whose standbys were chosen up front) the owner's
  * failures stand. `pages`: each page with its owner (null: here).
@@ -110,21 +113,21 @@ async function standbyPages(
   for (const [owner, page] of pages) {
     for (const outcome of page.partitions) {
       const reason = outcome.failure?.reason;
-      if (owner === null ? reason !== 'NOT_ACTIVE' : reason !== 'FORWARD_FAILED' && reason !== 'NOT_ACTIVE' && reason !== 'NOT_PRESENT') continue;
+      if (reason !== 'FORWARD_FAILED' && reason !== 'NOT_ACTIVE' && reason !== 'NOT_PRESENT') continue;
       const p = outcome.partition;
       const local = context.provider.localPartition(store.name, p);
-      if (owner === null && local?.active !== true) continue; // the standby here said it already
       if (local !== undefined && !local.active) {
-        here.push(p);
+        if (owner !== null) here.push(p); // (a page here read the standby here already)
         continue;
       }
-      const host = context.provider.remoteStandbys?.(store.name, p).find((url) => url !== owner && url !== context.provider.selfUrl?.() && health?.isDown(url) !== true);
+      const standbys = context.provider.remoteStandbys?.(store.name, p) ?? [];
+      const host = standbys.find((url) => url !== owner && url !== context.provider.selfUrl?.() && health?.isDown(url) !== true);
       if (host !== undefined) {
         let list = byHost.get(host);
         if (list === undefined) byHost.set(host, (list = []));
         list.push(p);
-      } else if (local !== undefined) {
-        here.push(p);
+      } else if (local !== undefined && standbys.length === 0) {
+        here.push(p); // the task restoring here, with no standby elsewhere
       }
     }
   }

@@ -7,6 +7,7 @@
  * standby within it answer first; an owner that failed just now is not asked again for a while;
  * an owner, or a standby host, silent past forwardHedgeMs has the next copy asked as well.
  */
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { serdes } from '../../../src/store/serdes.js';
 import type { StoreEngine, TaskStores } from '../../../src/store/types.js';
@@ -452,6 +453,49 @@ describe('standby replicas answer when the active owner cannot', () => {
     } finally {
       if (!disposed) await c.dispose();
       await dispose(owner);
+    }
+  });
+
+  it('pages a partition with no owner known yet (assigned here, its task not open) through its standby host, as key reads do', async () => {
+    const c = await standbyHost([2]);
+    try {
+      for (const task of standbyTasks.splice(0)) {
+        a.provider.removeTask(task.taskId);
+        await task.close();
+      }
+      a.provider.setRemoteOwner(STORE.name, 2, undefined);
+      a.provider.setRemoteStandbys(STORE.name, 2, [c.url]);
+      const keys = KEYS.filter((key) => partitionOf(key) === 2);
+      const page: any = await gql(fetch as Fetch, a.url, '{ range(store: "words", first: 100, partitions: [2]) { edges { node { key } } partitions { partition failure { reason } standby servedBy } } }');
+      expect(page.data.range.partitions).toEqual([{ partition: 2, failure: null, standby: true, servedBy: c.url }]);
+      expect(page.data.range.edges.map((e: any) => e.node.key).sort()).toEqual([...keys].sort());
+    } finally {
+      await c.dispose();
+    }
+  });
+
+  it('serves the page and lets its snapshot go when the standby fallback throws (the instance stops under it): the owner\'s failure stands', async () => {
+    const metrics = new Registry();
+    const h = await instance([0, 1], { metrics });
+    const tasks = await addStandbys(h, [2]);
+    // The owner of 2 fails, and the instance leaves RUNNING while it is asked: reading the standby here then throws.
+    const { server, url } = await listen((_req, res) => {
+      h.provider.setInstanceState('ERROR');
+      res.writeHead(503, { 'content-type': 'application/json' }).end('{"errors":[{"message":"down"}]}');
+    });
+    try {
+      h.provider.setRemoteOwner(STORE.name, 2, url);
+      const pinned = async (): Promise<number> => Number(/^iqgate_pinned_snapshots (\d+)$/m.exec(await metrics.metrics())![1]);
+      const page: any = await gql(fetch as Fetch, h.url, '{ range(store: "words", first: 100, partitions: [0, 1, 2]) { edges { node { key } } partitions { partition failure { reason } } } }');
+      expect(page.errors).toBeUndefined();
+      expect(page.data.range.partitions.map((p: any) => p.failure?.reason ?? null)).toEqual([null, null, 'FORWARD_FAILED']);
+      expect(page.data.range.edges.map((e: any) => e.node.key).sort()).toEqual(KEYS.filter((k) => partitionOf(k) < 2).sort());
+      expect(await pinned(), 'a listing that ended on its first page holds no snapshot').toBe(0);
+    } finally {
+      h.provider.setInstanceState('RUNNING');
+      await close(server);
+      for (const task of tasks) await task.close();
+      await dispose(h);
     }
   });
 
