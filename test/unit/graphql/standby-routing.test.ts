@@ -93,6 +93,27 @@ async function standbyHost(partitions: readonly number[]): Promise<{ url: string
   };
 }
 
+/**
+ * Instance `h` (partitions 0 and 1, forwardHedgeMs `hedgeMs`) whose owner of 2 and 3 is down, and
+ * two standby hosts: c1 (standbys of 2 and 3) behind `first`, which relays after `slowMs`, and c2
+ * (standbys of `c2Partitions`). The test names each partition's standby hosts.
+ */
+async function slowFirstStandbyHost(hedgeMs: number, slowMs: number, c2Partitions: readonly number[]) {
+  const h = await instance([0, 1], { forwardHedgeMs: hedgeMs });
+  const c1 = await standbyHost([2, 3]);
+  const c2 = await standbyHost(c2Partitions);
+  const first = await slow(c1.url, slowMs);
+  const down = await downUrl();
+  for (const p of [2, 3]) h.provider.setRemoteOwner(STORE.name, p, down);
+  const disposeAll = async (): Promise<void> => {
+    await first.close();
+    await c1.dispose();
+    await c2.dispose();
+    await dispose(h);
+  };
+  return { h, c1, c2, first, disposeAll };
+}
+
 let a: Instance;
 let b: Instance;
 let standbyTasks: TaskStores[];
@@ -110,6 +131,13 @@ afterEach(async () => {
   await dispose(a);
   await dispose(b);
 });
+
+/** Every remote key answered (no errors) by a standby, partitions 2 and 3 both from `servedBy`, with the standbys' lag. */
+function expectStandbyAnswers(result: any, servedBy: string): void {
+  expect(result.errors).toBeUndefined();
+  remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
+  expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy })));
+}
 
 function valuesOf(result: any): Map<string, any> {
   return new Map(result.data.getMany.entries.map((e: any) => [e.key, e.value]));
@@ -130,9 +158,7 @@ describe('standby replicas answer when the active owner cannot', () => {
       for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, owner.url);
       for (let round = 0; round < 2; round++) {
         const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys });
-        expect(result.errors).toBeUndefined();
-        remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
-        expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: a.url })));
+        expectStandbyAnswers(result, a.url);
       }
       // The first request found the owner failing; the second went straight to the standby.
       expect(owner.hits()).toBe(1);
@@ -147,9 +173,7 @@ describe('standby replicas answer when the active owner cannot', () => {
     try {
       for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, c.url);
       const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys });
-      expect(result.errors).toBeUndefined();
-      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
-      expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: a.url })));
+      expectStandbyAnswers(result, a.url);
       expect(c.requests).toEqual(['1']);
     } finally {
       await dispose(c);
@@ -226,9 +250,7 @@ describe('standby replicas answer when the active owner cannot', () => {
       const started = Date.now();
       const result: any = await gql(fetch as Fetch, h.url, GET_MANY, { keys: remoteKeys });
       const took = Date.now() - started;
-      expect(result.errors).toBeUndefined();
-      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
-      expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: c.url })));
+      expectStandbyAnswers(result, c.url);
       // The silent host was asked first, the second only once the hedge began (a timer may fire a few ms early by the wall clock).
       expect(hits).toBe(1);
       expect(took).toBeGreaterThanOrEqual(hedgeMs - 10);
@@ -243,13 +265,8 @@ describe('standby replicas answer when the active owner cannot', () => {
   it('keeps the next standby host\'s answers when the slow host answers the same keys later, and takes the slow host\'s for keys no other host keeps', async () => {
     // Partition 2 has a second standby host, partition 3 only the slow one: the read waits for the
     // slow host (400 ms away) for 3, and its answer carries 2 as well, after the second host's.
-    const h = await instance([0, 1], { forwardHedgeMs: 50 });
-    const c1 = await standbyHost([2, 3]);
-    const c2 = await standbyHost([2]);
-    const first = await slow(c1.url, 400);
-    const down = await downUrl();
+    const { h, c1, c2, first, disposeAll } = await slowFirstStandbyHost(50, 400, [2]);
     try {
-      for (const p of [2, 3]) h.provider.setRemoteOwner(STORE.name, p, down);
       h.provider.setRemoteStandbys(STORE.name, 2, [first.url, c2.url]);
       h.provider.setRemoteStandbys(STORE.name, 3, [first.url]);
       const result: any = await gql(fetch as Fetch, h.url, GET_MANY, { keys: remoteKeys });
@@ -261,34 +278,19 @@ describe('standby replicas answer when the active owner cannot', () => {
       ]);
       expect(c1.hits()).toBe(1);
     } finally {
-      await first.close();
-      await c1.dispose();
-      await c2.dispose();
-      await dispose(h);
+      await disposeAll();
     }
   });
 
   it('with forwardHedgeMs 0, asks the standby hosts one after another: a slow host\'s answer stands and the next host is not asked', async () => {
-    const h = await instance([0, 1], { forwardHedgeMs: 0 });
-    const c1 = await standbyHost([2, 3]);
-    const c2 = await standbyHost([2, 3]);
-    const first = await slow(c1.url, 300);
-    const down = await downUrl();
+    const { h, c2, first, disposeAll } = await slowFirstStandbyHost(0, 300, [2, 3]);
     try {
-      for (const p of [2, 3]) {
-        h.provider.setRemoteOwner(STORE.name, p, down);
-        h.provider.setRemoteStandbys(STORE.name, p, [first.url, c2.url]);
-      }
+      for (const p of [2, 3]) h.provider.setRemoteStandbys(STORE.name, p, [first.url, c2.url]);
       const result: any = await gql(fetch as Fetch, h.url, GET_MANY, { keys: remoteKeys });
-      expect(result.errors).toBeUndefined();
-      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
-      expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: first.url })));
+      expectStandbyAnswers(result, first.url);
       expect(c2.hits()).toBe(0);
     } finally {
-      await first.close();
-      await c1.dispose();
-      await c2.dispose();
-      await dispose(h);
+      await disposeAll();
     }
   });
 
@@ -354,9 +356,7 @@ describe('standby replicas answer when the active owner cannot', () => {
     }
     try {
       const result: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys });
-      expect(result.errors).toBeUndefined();
-      remoteKeys.forEach((key) => expect(valuesOf(result).get(key)).toEqual({ n: KEYS.indexOf(key), standby: true }));
-      expect(result.data.getMany.partitions).toEqual([2, 3].map((partition) => ({ partition, failure: null, standby: true, lag: LAG, servedBy: c.url })));
+      expectStandbyAnswers(result, c.url);
       // keyMetadata asks the standby elsewhere for its lag.
       const key = remoteKeys.find((k) => partitionOf(k) === 2)!;
       const meta: any = await gql(fetch as Fetch, a.url, `{ keyMetadata(store: "words", key: "${key}") { partition active activeHere standbys { url here lag { offsets timeMs } } } }`);
