@@ -22,12 +22,16 @@ import { createTopics, expectedCounts, mapsEqual, outputProblems, readOutput, te
 
 const PARTITIONS = 3;
 const LINES_PER_RUN = 150;
+/** Lines added each second while a step run has not reached its crash point yet. */
+const FEED_LINES = 20;
 
 type Run = { kind: 'step'; crashAt: string } | { kind: 'random'; afterMs: number };
 
 interface RunReport {
   readonly run: Run;
   readonly signal: string | null;
+  /** A step run: its crash point fired (false: the guard killed it after 30 s, at no particular step). */
+  readonly reached?: boolean;
   readonly replayed: number;
   readonly changelogEnd: number;
   /** Tasks with a store that finished opening (restore included) before the run ended. */
@@ -90,18 +94,31 @@ async function lane(name: string, runs: readonly Run[], seed: number): Promise<v
       produced += LINES_PER_RUN;
       const endBefore = await changelogEnd(appId);
       const child = spawnWordcount({ appId, input, output, stateDir, ...(run.kind === 'step' ? { crashAt: `${run.crashAt}:${statefulPrefix(input, output)}` } : {}) });
+      let reached: boolean | undefined;
       if (run.kind === 'random') {
         await child.waitForLog((l) => l.msg === 'task running', 60_000);
         await new Promise((r) => setTimeout(r, run.afterMs));
         child.kill('SIGKILL');
       } else {
-        // The crash point fires on its own; if the child never reaches it, kill it after a while.
-        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-        await child.exited;
+        // The crash point fires on its own, at the n-th time a store task reaches its step. A run
+        // whose input fits in fewer commits never gets there (150 lines may be counted in one
+        // cycle of the three store tasks: after-kafka-commit:4 then never comes), so a few more
+        // lines follow every second until it has; a child that still does not reach it is
+        // killed after a while, at no particular step (reported: reached false).
+        reached = true;
+        const timer = setTimeout(() => {
+          reached = false;
+          child.kill('SIGKILL');
+        }, 30_000);
+        const gone = child.exited.then(() => true);
+        while (!(await Promise.race([gone, new Promise<false>((r) => setTimeout(r, 1_000, false))]))) {
+          await produceLines({ brokers: brokers(), topic: input, seed, from: produced, count: FEED_LINES });
+          produced += FEED_LINES;
+        }
         clearTimeout(timer);
       }
       const { signal } = await child.exited;
-      reports.push({ run, signal, replayed: replayedOf(child.logs), changelogEnd: endBefore, storeTasksOpened: storeTasksOpened(child.logs) });
+      reports.push({ run, signal, ...(reached === undefined ? {} : { reached }), replayed: replayedOf(child.logs), changelogEnd: endBefore, storeTasksOpened: storeTasksOpened(child.logs) });
     }
 
     // Clean run: drain everything, then stop gracefully.
@@ -154,6 +171,7 @@ async function lane(name: string, runs: readonly Run[], seed: number): Promise<v
     // tail has restored it; then the run after that replays it).
     for (const [i, report] of reports.entries()) {
       if (report.run.kind === 'step' && report.run.crashAt.startsWith('after-kafka-commit')) {
+        expect(report.reached, `lane ${name}: run ${i} reached its crash point ${report.run.crashAt}; reports ${JSON.stringify(reports)}`).toBe(true);
         let replayed = 0;
         let complete = false;
         for (const later of reports.slice(i + 1)) {
