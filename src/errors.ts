@@ -30,6 +30,7 @@ export const ERROR_CODES = {
   NOT_STARTED: 'The runtime is not running yet.',
   SUBSCRIPTION_OVERFLOW: 'A subscriber fell too far behind; its buffered events exceeded the limit and the subscription ended.',
   PARTITION_REVOKED: 'A rebalance moved the partition to another instance (or this one lost it); ask its new owner.',
+  PARTITION_ASSIGNED: 'A partition a subscription watches opened on this instance after it subscribed (a task opened after the start or a rebalance); subscribe again, from resumeAfter, to include it.',
   QUERY_TOO_DEEP: 'The GraphQL operation is nested deeper than the server allows.',
   QUERY_TOO_COSTLY: 'The GraphQL operation\'s estimated cost is above the server limit.',
   TOO_MANY_ALIASES: 'The GraphQL operation uses more aliases than the server allows.',

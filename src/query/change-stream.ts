@@ -95,10 +95,14 @@ interface Pending {
   position: Position;
 }
 
+/** How often a stream checks whether a partition of its selector that was not hosted here has opened. */
+const HOSTED_CHECK_MS = 200;
+
 /**
  * Subscribes (and takes the initial views) synchronously: no event after this call is missed.
  * Throws STORE_NOT_FOUND for an unknown store and PARTITION_NOT_FOUND when none of the
- * partitions the selector touches is hosted here.
+ * partitions the selector touches is hosted here; ends with PARTITION_ASSIGNED once one that
+ * was not hosted here when it subscribed opens here.
  */
 export function openChangeStream(provider: StateProvider, request: ChangeStreamRequest): AsyncIterableIterator<ChangeEvent> {
   const store = provider.store(request.store);
@@ -161,6 +165,23 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
       },
       { kind, onClose: (reason) => endWith(() => closedError(reason, partition.partition)) },
     );
+  // Partitions of the selector not hosted here when it subscribed (a task still opening after a
+  // start or a rebalance, or another instance's): once one opens here, the stream ends
+  // (PARTITION_ASSIGNED, retriable) so that the client subscribes again and gets it too — a
+  // feed silently missing a partition would read as complete.
+  const missing = wanted.filter((partition) => Number.isInteger(partition) && partition >= 0 && partition < store.partitions && provider.localPartition(store.name, partition) === undefined);
+  let hostedCheck: NodeJS.Timeout | undefined;
+  if (missing.length > 0) {
+    hostedCheck = setInterval(() => {
+      const opened = missing.find((partition) => provider.localPartition(store.name, partition) !== undefined);
+      if (opened === undefined) return;
+      endWith(() => new IqgateError('PARTITION_ASSIGNED', `The subscription ended: partition ${opened} of ${store.name} opened on this instance after it subscribed; subscribe again to include it.`, {
+        retriable: true,
+        details: { store: store.name, partition: opened, ...(merged === undefined ? {} : { resumeAfter: merged.toJSON() }) },
+      }));
+    }, HOSTED_CHECK_MS);
+    hostedCheck.unref();
+  }
   try {
     for (const partition of hosted) unsubscribes.push(listen(partition));
     if (request.initial === true) {
@@ -171,6 +192,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     }
   } catch (error) {
     // A partition closing under us: release what was subscribed, or those listeners leak.
+    clearInterval(hostedCheck);
     for (const unsubscribe of unsubscribes) unsubscribe();
     throw error;
   }
@@ -200,6 +222,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   const stop = (): void => {
     if (ended) return;
     ended = true;
+    clearInterval(hostedCheck);
     for (const unsubscribe of unsubscribes) unsubscribe();
     // Live events behind an unfinished initial listing would read as if the listing were complete.
     if (listing) {

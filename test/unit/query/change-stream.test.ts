@@ -119,6 +119,29 @@ describe('openChangeStream partitions', () => {
   });
 });
 
+describe('a partition of the selector that opens here after the subscription', () => {
+  it('ends the stream with a retriable PARTITION_ASSIGNED naming it and where to resume, after the events of the partitions it had', async () => {
+    const { provider, put, commit } = await setup();
+    const later = kv!.partitionOf('d');
+    const first = kv!.partitionOf('a');
+    expect(later, 'the fixture keys sit on different partitions').not.toBe(first);
+    provider.removeTask(tasks[later]!.taskId); // its task is still opening
+    const stream = openChangeStream(provider, { store: 'kv', selector: { type: 'keys', keys: [Buffer.from('a'), Buffer.from('d')] }, readCommitted: true, maxBuffered: 100 });
+    put('a', '1');
+    await commit();
+    const event = await stream.next();
+    expect(event.value!.key.toString()).toBe('a');
+    // Nothing ends it while the partition stays away.
+    const next = stream.next().then(() => undefined, (error: unknown) => error);
+    const quiet = await Promise.race([next.then(() => 'ended'), new Promise((resolve) => setTimeout(resolve, 500, 'open'))]);
+    expect(quiet).toBe('open');
+    provider.addTask(tasks[later]!);
+    const ending = await next;
+    expect(isIqgateError(ending, 'PARTITION_ASSIGNED')).toBe(true);
+    expect(ending).toMatchObject({ retriable: true, details: { store: 'kv', partition: later, resumeAfter: expect.anything() } });
+  });
+});
+
 describe('openChangeStream failures', () => {
   it('releases the listeners it already added when subscribing to a later partition fails', async () => {
     const { provider } = await setup();
