@@ -227,10 +227,15 @@ function ownerCouldNotAnswer(answer: KeyAnswer): boolean {
 /** forwardKeys, noting in PeerHealth whether the peer answered at all. */
 async function forwardToPeer(context: GatewayContext, url: string, store: StoreDescriptor, options: QueryOptions, lookups: readonly KeyLookup[]): Promise<KeyAnswer[]> {
   const forwarded = await forwardKeys(url, store, options, lookups.map((l) => l.key), lookups.map((l) => l.partition), context.options.peer);
-  const health = context.options.peer.health;
-  if (forwarded.every((answer) => answer.lookup.failure?.reason === 'FORWARD_FAILED')) health?.markDown(url);
-  else health?.markUp(url);
+  notePeer(context, url, forwarded.map((answer) => answer.lookup.failure));
   return forwarded;
+}
+
+/** Tells PeerHealth whether the peer at `url` answered at all: down when every one of `failures` is FORWARD_FAILED. */
+export function notePeer(context: GatewayContext, url: string, failures: ReadonlyArray<{ readonly reason: string } | undefined>): void {
+  const health = context.options.peer.health;
+  if (failures.every((failure) => failure?.reason === 'FORWARD_FAILED')) health?.markDown(url);
+  else health?.markUp(url);
 }
 
 /**
@@ -311,7 +316,7 @@ async function askStandbyHost(
 }
 
 /** `indexes` grouped by the host `hostOf` names for each, leaving out those it names none for. */
-function groupByHost(indexes: readonly number[], hostOf: (i: number) => string | undefined): Map<string, number[]> {
+export function groupByHost(indexes: readonly number[], hostOf: (i: number) => string | undefined): Map<string, number[]> {
   const byHost = new Map<string, number[]>();
   for (const i of indexes) {
     const host = hostOf(i);

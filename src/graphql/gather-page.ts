@@ -23,7 +23,7 @@ import type { Page, PageRequest, PartitionOutcome, QueryOptions } from '../query
 import type { StoreDescriptor } from '../query/state-provider.js';
 import type { Bytes } from '../store/types.js';
 import { forwardPage, type ForwardedPage } from './forward-page.js';
-import { isForwarded, type GatewayContext } from './gateway-context.js';
+import { groupByHost, isForwarded, notePeer, type GatewayContext } from './gateway-context.js';
 
 export async function gatherPage(
   context: GatewayContext,
@@ -79,8 +79,7 @@ async function pageOfPeer(
   partitions: readonly number[],
 ): Promise<ForwardedPage> {
   const page = await forwardPage(url, store, options, request, fingerprint, partitions, context.options.peer);
-  if (page.partitions.every((p) => p.failure?.reason === 'FORWARD_FAILED')) context.options.peer.health?.markDown(url);
-  else context.options.peer.health?.markUp(url);
+  notePeer(context, url, page.partitions.map((p) => p.failure));
   return page;
 }
 
@@ -108,8 +107,10 @@ async function standbyPages(
 ): Promise<ForwardedPage[]> {
   if (options.requireActive === true || options.maxLag !== undefined) return [];
   const health = context.options.peer.health;
+  const self = context.provider.selfUrl?.();
   const here: number[] = [];
-  const byHost = new Map<string, number[]>();
+  // partition → the standby host asked for it
+  const hosts = new Map<number, string>();
   for (const [owner, page] of pages) {
     for (const outcome of page.partitions) {
       const reason = outcome.failure?.reason;
@@ -121,16 +122,12 @@ async function standbyPages(
         continue;
       }
       const standbys = context.provider.remoteStandbys?.(store.name, p) ?? [];
-      const host = standbys.find((url) => url !== owner && url !== context.provider.selfUrl?.() && health?.isDown(url) !== true);
-      if (host !== undefined) {
-        let list = byHost.get(host);
-        if (list === undefined) byHost.set(host, (list = []));
-        list.push(p);
-      } else if (local !== undefined && standbys.length === 0) {
-        here.push(p); // the task restoring here, with no standby elsewhere
-      }
+      const host = standbys.find((url) => url !== owner && url !== self && health?.isDown(url) !== true);
+      if (host !== undefined) hosts.set(p, host);
+      else if (local !== undefined && standbys.length === 0) here.push(p); // the task restoring here, with no standby elsewhere
     }
   }
+  const byHost = groupByHost([...hosts.keys()], (p) => hosts.get(p));
   const { snapshot: _snapshot, ...unpinned } = request;
   const live: PageRequest = { ...unpinned, pin: false };
   return Promise.all([
@@ -154,7 +151,7 @@ function unpinIfDone(context: GatewayContext, page: Page): ForwardedPage {
  * the caller's maxLag lets the standby kept here answer.
  */
 function remotePartitions(context: GatewayContext, store: StoreDescriptor, options: QueryOptions, requested: readonly number[]): Map<string, number[]> {
-  const byOwner = new Map<string, number[]>();
+  const owners = new Map<number, string>();
   const health = context.options.peer.health;
   const down = (url: string): boolean => health?.isDown(url) === true;
   for (const partition of requested) {
@@ -169,9 +166,7 @@ function remotePartitions(context: GatewayContext, store: StoreDescriptor, optio
       owner = context.provider.remoteStandbys?.(store.name, partition).find((url) => !down(url)) ?? owner;
     }
     if (owner === undefined) continue; // NOT_PRESENT without an owner, locally
-    let list = byOwner.get(owner);
-    if (list === undefined) byOwner.set(owner, (list = []));
-    list.push(partition);
+    owners.set(partition, owner);
   }
-  return byOwner;
+  return groupByHost([...owners.keys()], (p) => owners.get(p));
 }

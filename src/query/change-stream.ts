@@ -47,7 +47,7 @@ import type { Bytes, StoreChangeEvent } from '../store/types.js';
 import { keysScope, takeInitialSnapshot, type InitialSnapshot } from './initial-snapshot.js';
 import { partitionForKey } from '../murmur2.js';
 import type { ScanSpec } from './query-types.js';
-import type { StateProvider } from './state-provider.js';
+import type { LocalStorePartition, StateProvider } from './state-provider.js';
 import { Buffer } from 'node:buffer';
 
 export type ChangeSelector = { readonly type: 'keys'; readonly keys: readonly Bytes[] } | ScanSpec;
@@ -117,10 +117,14 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
         : (request.partitions ?? Array.from({ length: store.partitions }, (_, i) => i)),
     ),
   ];
-  const hosted = wanted.flatMap((partition) => {
+  // Those hosted here, and those of the store that are not (yet): see `missing` below.
+  const hosted: Array<LocalStorePartition['store']> = [];
+  const missing: number[] = [];
+  for (const partition of wanted) {
     const local = provider.localPartition(store.name, partition);
-    return local === undefined ? [] : [local.store];
-  });
+    if (local !== undefined) hosted.push(local.store);
+    else if (Number.isInteger(partition) && partition >= 0 && partition < store.partitions) missing.push(partition);
+  }
   if (hosted.length === 0) {
     throw new IqgateError('PARTITION_NOT_FOUND', `None of the partitions [${wanted.join(', ')}] of ${store.name} is hosted on this instance.`);
   }
@@ -169,7 +173,6 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   // start or a rebalance, or another instance's): once one opens here, the stream ends
   // (PARTITION_ASSIGNED, retriable) so that the client subscribes again and gets it too — a
   // feed silently missing a partition would read as complete.
-  const missing = wanted.filter((partition) => Number.isInteger(partition) && partition >= 0 && partition < store.partitions && provider.localPartition(store.name, partition) === undefined);
   let hostedCheck: NodeJS.Timeout | undefined;
   if (missing.length > 0) {
     hostedCheck = setInterval(() => {
