@@ -122,6 +122,13 @@ export interface ContractContext {
   /** Waits for `predicate`, letting the ports progress (driver.settle) between checks. */
   eventually(what: string, predicate: () => boolean | Promise<boolean>): Promise<void>;
   /**
+   * Waits until no member has heard a new assignment for `quietMs`. A cooperative rebalance
+   * takes two rounds and each member hears each round's assignment when its own SyncGroup
+   * answers, so one member may already show the final split while the other's last callback of
+   * the same round is still on its way.
+   */
+  quiet(what: string, members: readonly Member[], quietMs: number): Promise<void>;
+  /**
    * What read_committed readers see in the partition once they see at least `count` records. A
    * broker writes the commit markers after EndTxn has answered, so a commit shows a moment later.
    */
@@ -158,10 +165,24 @@ export function contractContext(driver: KafkaPortsDriver): ContractContext {
     }
   };
 
+  const quiet = async (what: string, watched: readonly Member[], quietMs: number): Promise<void> => {
+    const heard = (): number => watched.reduce((n, m) => n + m.assignments.length, 0);
+    let count = heard();
+    let since = Date.now();
+    await eventually(`${what} (no new assignment for ${quietMs} ms)`, () => {
+      if (heard() !== count) {
+        count = heard();
+        since = Date.now();
+      }
+      return Date.now() - since >= quietMs;
+    });
+  };
+
   return {
     driver,
     name,
     eventually,
+    quiet,
     committed: async (tp, count) => {
       let seen: InputRecord[] = [];
       await eventually(`${count} committed records in ${tp.topic}/${tp.partition}`, async () => {
