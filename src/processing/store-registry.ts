@@ -8,6 +8,7 @@
 import type { KeyValueStorePartition, TaskStores } from '../store/types.js';
 import type { StandbyLag } from './standby-tasks.js';
 import type { TaskState } from './task-state.js';
+import { HostedListeners, type HostedListener } from '../store/hosted-listeners.js';
 
 export interface RegisteredStore {
   readonly storeName: string;
@@ -30,6 +31,7 @@ export interface RegistrationKind {
 
 export class StoreRegistry {
   private readonly byKey = new Map<string, RegisteredStore>();
+  private readonly hosted = new HostedListeners();
   /** What each task registered, to unregister exactly that. */
   private readonly byTask = new Map<string, { readonly stores: TaskStores; readonly keys: string[] }>();
 
@@ -48,6 +50,13 @@ export class StoreRegistry {
       });
     }
     this.byTask.set(taskId, { stores, keys });
+    // Told once the partition is in the map: a listener looking it up finds it.
+    for (const storeName of stores.storeNames()) this.hosted.tell(storeName, stores.store(storeName).partition);
+  }
+
+  /** `listener` hears of every store partition registered from now on, until the returned function is called. */
+  watch(listener: HostedListener): () => void {
+    return this.hosted.add(listener);
   }
 
   /** Task `taskId`'s store partitions are no longer served; with `stores`, only if those are what it registered. */

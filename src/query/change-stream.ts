@@ -95,7 +95,7 @@ interface Pending {
   position: Position;
 }
 
-/** How often a stream checks whether a partition of its selector that was not hosted here has opened. */
+/** How often a stream asks a provider without onPartitionHosted whether a partition of its selector that was not hosted here has opened. */
 const HOSTED_CHECK_MS = 200;
 
 /**
@@ -172,18 +172,30 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   // Partitions of the selector not hosted here when it subscribed (a task still opening after a
   // start or a rebalance, or another instance's): once one opens here, the stream ends
   // (PARTITION_ASSIGNED, retriable) so that the client subscribes again and gets it too — a
-  // feed silently missing a partition would read as complete.
-  let hostedCheck: NodeJS.Timeout | undefined;
+  // feed silently missing a partition would read as complete. The provider says when one opens
+  // (onPartitionHosted); one without that is asked every HOSTED_CHECK_MS.
+  let stopWatching = (): void => undefined;
   if (missing.length > 0) {
-    hostedCheck = setInterval(() => {
-      const opened = missing.find((partition) => provider.localPartition(store.name, partition) !== undefined);
-      if (opened === undefined) return;
-      endWith(() => new IqgateError('PARTITION_ASSIGNED', `The subscription ended: partition ${opened} of ${store.name} opened on this instance after it subscribed; subscribe again to include it.`, {
+    const opened = (partition: number): void => {
+      endWith(() => new IqgateError('PARTITION_ASSIGNED', `The subscription ended: partition ${partition} of ${store.name} opened on this instance after it subscribed; subscribe again to include it.`, {
         retriable: true,
-        details: { store: store.name, partition: opened, ...(merged === undefined ? {} : { resumeAfter: merged.toJSON() }) },
+        details: { store: store.name, partition, ...(merged === undefined ? {} : { resumeAfter: merged.toJSON() }) },
       }));
-    }, HOSTED_CHECK_MS);
-    hostedCheck.unref();
+    };
+    if (provider.onPartitionHosted !== undefined) {
+      const awaited = new Set(missing);
+      // Told while the opening task registers its stores: the stream ends after that call returns.
+      stopWatching = provider.onPartitionHosted((storeName, partition) => {
+        if (storeName === store.name && awaited.has(partition)) setImmediate(() => opened(partition));
+      });
+    } else {
+      const check = setInterval(() => {
+        const partition = missing.find((p) => provider.localPartition(store.name, p) !== undefined);
+        if (partition !== undefined) opened(partition);
+      }, HOSTED_CHECK_MS);
+      check.unref();
+      stopWatching = () => clearInterval(check);
+    }
   }
   try {
     for (const partition of hosted) unsubscribes.push(listen(partition));
@@ -195,7 +207,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     }
   } catch (error) {
     // A partition closing under us: release what was subscribed, or those listeners leak.
-    clearInterval(hostedCheck);
+    stopWatching();
     for (const unsubscribe of unsubscribes) unsubscribe();
     throw error;
   }
@@ -225,7 +237,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
   const stop = (): void => {
     if (ended) return;
     ended = true;
-    clearInterval(hostedCheck);
+    stopWatching();
     for (const unsubscribe of unsubscribes) unsubscribe();
     // Live events behind an unfinished initial listing would read as if the listing were complete.
     if (listing) {

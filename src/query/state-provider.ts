@@ -67,6 +67,13 @@ export interface StateProvider {
    * Optional: without it, no standby elsewhere is asked.
    */
   remoteStandbys?(storeName: string, partition: number): readonly string[];
+  /**
+   * `listener` hears of each store partition that opens here from now on (a task's or a
+   * standby's), until the returned function is called. A change stream missing a partition of
+   * its selector ends once that partition opens. Optional: without it, such a stream looks the
+   * partition up every 200 ms.
+   */
+  onPartitionHosted?(listener: (storeName: string, partition: number) => void): () => void;
   /** This instance's advertised URL, named in answers as the one that served them. Optional. */
   selfUrl?(): string | undefined;
   /**

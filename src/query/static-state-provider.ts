@@ -4,6 +4,7 @@
  * every partition of a registered task is hosted here, active unless registered as standby.
  */
 import { IqgateError } from '../errors.js';
+import { HostedListeners } from '../store/hosted-listeners.js';
 import type { Serde, TaskStores } from '../store/types.js';
 import type {
   InstanceError,
@@ -45,6 +46,7 @@ export class StaticStateProvider implements StateProvider {
   /** store name → partition → the URLs of standbys elsewhere (setRemoteStandbys). */
   private readonly standbyUrls = new Map<string, Map<number, readonly string[]>>();
   private self: string | undefined;
+  private readonly hosted = new HostedListeners();
 
   constructor(options: StaticStateProviderOptions) {
     this.descriptors = new Map();
@@ -63,6 +65,11 @@ export class StaticStateProvider implements StateProvider {
       if (!this.descriptors.has(name)) throw new IqgateError('STORE_NOT_FOUND', `task ${tasks.taskId} has undeclared store ${name}`);
     }
     this.taskEntries.set(tasks.taskId, { tasks, state: options.state ?? 'RUNNING', active: options.active ?? true, ...(options.lag === undefined ? {} : { lag: options.lag }) });
+    for (const name of tasks.storeNames()) this.hosted.tell(name, tasks.store(name).partition);
+  }
+
+  onPartitionHosted(listener: (storeName: string, partition: number) => void): () => void {
+    return this.hosted.add(listener);
   }
 
   removeTask(taskId: string): void {

@@ -76,6 +76,10 @@ export class RuntimeStateProvider implements StateProvider {
     return this.runtime.storeStandbys(storeName, partition).filter((url) => url !== self);
   }
 
+  onPartitionHosted(listener: (storeName: string, partition: number) => void): () => void {
+    return this.runtime.onPartitionHosted(listener);
+  }
+
   selfUrl(): string | undefined {
     return this.runtime.advertisedUrl();
   }

@@ -22,6 +22,7 @@ import type { StreamTask } from '../processing/stream-task.js';
 import { TaskManager } from '../processing/task-manager.js';
 import { changelogTopic } from '../processing/topic-names.js';
 import type { Topology } from '../processing/topology.js';
+import { HostedListeners, type HostedListener } from '../store/hosted-listeners.js';
 import { createInMemoryStoreEngine, openLevelStoreEngine } from '../store/index.js';
 import type { Serde, StoreEngine } from '../store/types.js';
 import { crashHookFromEnv } from './crash-points.js';
@@ -94,6 +95,8 @@ export class Runtime {
   private ports: KafkaPorts | null = null;
   private engine: StoreEngine | null = null;
   private manager: TaskManager | null = null;
+  /** Hear of each store partition its manager opens (onPartitionHosted), across restarts of the manager. */
+  private readonly hosted = new HostedListeners();
   private readonly partitionsOfStore = new Map<string, number>();
   private readonly partitionsOfRepartition = new Map<string, number>();
   private stopRequested = false;
@@ -240,6 +243,7 @@ export class Runtime {
         },
       });
       this.manager = manager;
+      manager.stores.watch((storeName, partition) => this.hosted.tell(storeName, partition));
       manager.start();
       await this.warmUpBeforeJoin(ports, manager);
       timings.warmedUp = Date.now();
@@ -463,6 +467,11 @@ export class Runtime {
   /** One local store partition by name and partition, or undefined when not hosted here (StoreLocator.localStore). */
   localStore(storeName: string, partition: number): LocalStore | undefined {
     return this.locator.localStore(storeName, partition);
+  }
+
+  /** `listener` hears of each store partition opened here from now on, an active task's or a standby's, until the returned function is called. */
+  onPartitionHosted(listener: HostedListener): () => void {
+    return this.hosted.add(listener);
   }
 
   /** The URL this instance advertises to its group (option advertisedUrl, or advertise()). */

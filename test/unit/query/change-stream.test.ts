@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openChangeStream } from '../../../src/query/change-stream.js';
+import type { StateProvider } from '../../../src/query/state-provider.js';
 import type { TaskStores } from '../../../src/store/types.js';
 import { createKvFixture, type KvFixture } from './change-stream-fixture.js';
 import { isIqgateError } from '../../../src/errors.js';
@@ -120,27 +121,93 @@ describe('openChangeStream partitions', () => {
 });
 
 describe('a partition of the selector that opens here after the subscription', () => {
-  it('ends the stream with a retriable PARTITION_ASSIGNED naming it and where to resume, after the events of the partitions it had', async () => {
-    const { provider, put, commit } = await setup();
-    const later = kv!.partitionOf('d');
-    const first = kv!.partitionOf('a');
-    expect(later, 'the fixture keys sit on different partitions').not.toBe(first);
-    provider.removeTask(tasks[later]!.taskId); // its task is still opening
-    const stream = openChangeStream(provider, { store: 'kv', selector: { type: 'keys', keys: [Buffer.from('a'), Buffer.from('d')] }, readCommitted: true, maxBuffered: 100 });
-    put('a', '1');
-    await commit();
-    const event = await stream.next();
-    expect(event.value!.key.toString()).toBe('a');
-    // Nothing ends it while the partition stays away.
-    const next = stream.next().then(() => undefined, (error: unknown) => error);
-    const quiet = await Promise.race([next.then(() => 'ended'), new Promise((resolve) => setTimeout(resolve, 500, 'open'))]);
+  // The StaticStateProvider says when a partition opens (onPartitionHosted); a provider without that is asked on a timer.
+  for (const told of [true, false]) {
+    it(`ends the stream with a retriable PARTITION_ASSIGNED naming it and where to resume, after the events of the partitions it had (${told ? 'told by the provider' : 'a provider that cannot tell'})`, async () => {
+      const { provider: full, put, commit } = await setup();
+      const listening = { count: 0 };
+      const provider = told ? countingListeners(full, listening) : withoutHostedNotice(full);
+      const later = kv!.partitionOf('d');
+      const first = kv!.partitionOf('a');
+      expect(later, 'the fixture keys sit on different partitions').not.toBe(first);
+      full.removeTask(tasks[later]!.taskId); // its task is still opening
+      const stream = openChangeStream(provider, { store: 'kv', selector: { type: 'keys', keys: [Buffer.from('a'), Buffer.from('d')] }, readCommitted: true, maxBuffered: 100 });
+      put('a', '1');
+      await commit();
+      const event = await stream.next();
+      expect(event.value!.key.toString()).toBe('a');
+      // Nothing ends it while the partition stays away.
+      const next = stream.next().then(() => undefined, (error: unknown) => error);
+      const quiet = await Promise.race([next.then(() => 'ended'), new Promise((resolve) => setTimeout(resolve, 500, 'open'))]);
+      expect(quiet).toBe('open');
+      if (told) expect(listening.count).toBe(1);
+      full.addTask(tasks[later]!);
+      const ending = await next;
+      expect(isIqgateError(ending, 'PARTITION_ASSIGNED')).toBe(true);
+      expect(ending).toMatchObject({ retriable: true, details: { store: 'kv', partition: later, resumeAfter: expect.anything() } });
+      // The ended stream listens no more.
+      if (told) expect(listening.count).toBe(0);
+    });
+  }
+
+  it('lets go of the provider\'s notice when the client closes a stream still missing a partition', async () => {
+    const { provider: full } = await setup();
+    const listening = { count: 0 };
+    const provider = countingListeners(full, listening);
+    full.removeTask(tasks[1]!.taskId);
+    const stream = openChangeStream(provider, { store: 'kv', selector: { type: 'range' }, readCommitted: true, maxBuffered: 100 });
+    expect(listening.count).toBe(1);
+    await stream.return!();
+    expect(listening.count).toBe(0);
+    // Opening it afterwards reaches no stream.
+    expect(() => full.addTask(tasks[1]!)).not.toThrow();
+    expect((await stream.next()).done).toBe(true);
+  });
+
+  it('only the partition it misses ends it: one it has, registered again, does not', async () => {
+    const { provider: full } = await setup();
+    full.removeTask(tasks[1]!.taskId);
+    const stream = openChangeStream(full, { store: 'kv', selector: { type: 'range' }, readCommitted: true, maxBuffered: 100 });
+    const next = stream.next().then(() => 'event', (error: unknown) => error);
+    // Told of partition 0, which the stream has.
+    full.addTask(tasks[0]!);
+    const quiet = await Promise.race([next, new Promise((resolve) => setTimeout(resolve, 300, 'open'))]);
     expect(quiet).toBe('open');
-    provider.addTask(tasks[later]!);
-    const ending = await next;
-    expect(isIqgateError(ending, 'PARTITION_ASSIGNED')).toBe(true);
-    expect(ending).toMatchObject({ retriable: true, details: { store: 'kv', partition: later, resumeAfter: expect.anything() } });
+    full.addTask(tasks[1]!);
+    expect(isIqgateError(await next, 'PARTITION_ASSIGNED')).toBe(true);
   });
 });
+
+/** `provider` with its methods, counting the onPartitionHosted listeners not yet let go. */
+function countingListeners(provider: StateProvider, listening: { count: number }): StateProvider {
+  return new Proxy(provider, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (key !== 'onPartitionHosted' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+      return (listener: (storeName: string, partition: number) => void) => {
+        listening.count += 1;
+        const stop = (value as StateProvider['onPartitionHosted'])!.call(target, listener);
+        let stopped = false;
+        return () => {
+          if (!stopped) listening.count -= 1;
+          stopped = true;
+          stop();
+        };
+      };
+    },
+  });
+}
+
+/** `provider` as one that cannot tell when a partition opens. */
+function withoutHostedNotice(provider: StateProvider): StateProvider {
+  return new Proxy(provider, {
+    get(target, key) {
+      if (key === 'onPartitionHosted') return undefined;
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
 
 describe('openChangeStream failures', () => {
   it('releases the listeners it already added when subscribing to a later partition fails', async () => {
