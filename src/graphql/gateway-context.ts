@@ -181,7 +181,7 @@ async function askOwner(
  * True when hedging is on (forwardHedgeMs > 0) and `forward` has not settled within
  * forwardHedgeMs: time to ask another copy as well. The forward runs on either way.
  */
-async function outlastsHedge(context: GatewayContext, forward: Promise<unknown>): Promise<boolean> {
+export async function outlastsHedge(context: GatewayContext, forward: Promise<unknown>): Promise<boolean> {
   const hedgeMs = context.options.forwardHedgeMs;
   return hedgeMs > 0 && !(await settlesWithin(forward, hedgeMs));
 }

@@ -60,15 +60,16 @@ export interface GatewayOptions {
    */
   readonly forwardTimeoutMs?: number;
   /**
-   * How long a forwarded key read waits for the partition's owner before it asks the partition's
+   * How long a forwarded key read or page waits for the partition's owner before it asks the partition's
    * standbys as well (when it has any, and the read does not requireActive); the first to answer
    * stands. A silent owner — cut off or paused, where a dead one refuses at once — then costs a
    * read this long instead of forwardTimeoutMs plus the bound wait. An owner that is only slow,
    * or waiting for the read's positionBound, is hedged as well: the standbys do the same read
    * (they honour the bound too), work spent for a sooner answer. A standby host asked in the
    * owner's stead is hedged the same way: after this long without its answer, the keys that have a
-   * next standby host ask that one too. 0 never asks before the owner, or the standby host before,
-   * has failed. Default 1 000.
+   * next standby host ask that one too. A range or prefix page hedges its owners likewise, when
+   * every partition asked of the owner has a standby (gather-page.ts). 0 never asks before the
+   * owner, or the standby host before, has failed. Default 1 000.
    */
   readonly forwardHedgeMs?: number;
   /** Who may call: see AuthOptions. Default: anonymous, on loopback only. */

@@ -10,7 +10,8 @@
  * return a key twice (the owner then answers NOT_PRESENT for a partition it no longer has).
  * A request that was itself forwarded is answered from local partitions only: one hop at most.
  * The partitions an owner could not serve just now are read in the same page from a standby
- * (standbyPages), as a key read's are (gateway-context.ts).
+ * (standbyPages), as a key read's are (gateway-context.ts); an owner that has not answered within
+ * forwardHedgeMs is hedged as a key read's owner is (ownerPages).
  *
  * Pinned listings (docs/architecture.md §5): a client's listing pins the snapshot of the
  * partitions hosted here, which later pages with its cursors read again; the partitions of
@@ -23,7 +24,7 @@ import type { Page, PageRequest, PartitionOutcome, QueryOptions } from '../query
 import type { StoreDescriptor } from '../query/state-provider.js';
 import type { Bytes } from '../store/types.js';
 import { forwardPage, type ForwardedPage } from './forward-page.js';
-import { groupByHost, isForwarded, notePeer, type GatewayContext } from './gateway-context.js';
+import { groupByHost, isForwarded, notePeer, outlastsHedge, type GatewayContext } from './gateway-context.js';
 
 export async function gatherPage(
   context: GatewayContext,
@@ -40,16 +41,16 @@ export async function gatherPage(
   // (no owner known, the owner failed just now, or within maxLag), or this request was forwarded.
   const remote = new Set([...byOwner.values()].flat());
   const local = { ...options, partitions: requested.filter((p) => !remote.has(p)), standbyFallback: true };
-  const owners = [...byOwner];
   const [here, ...there] = await Promise.all([
     context.engine.page(local, pinned),
-    ...owners.map(([owner, partitions]) => pageOfPeer(context, owner, store, options, request, fingerprint, partitions)),
+    ...[...byOwner].map(([owner, partitions]) => ownerPages(context, owner, store, options, request, fingerprint, partitions)),
   ]);
+  const answered: SourcedPage[] = [[null, here!], ...there.flat()];
   // One hop at most: a forwarded request's failures stand; so do they when the fallback throws
   // (the instance stopping under it, say), and the page is still served and its pin let go.
-  const fallback = forwarded ? [] : await standbyPages(context, store, options, request, fingerprint, [[null, here!], ...there.map((page, k) => [owners[k]![0], page] as const)]).catch(() => []);
-  if (there.length === 0 && fallback.length === 0) return unpinIfDone(context, here!);
-  const pages = [here!, ...there, ...fallback];
+  const fallback = forwarded ? [] : await standbyPages(context, store, options, request, fingerprint, answered).catch(() => []);
+  if (answered.length === 1 && fallback.length === 0) return unpinIfDone(context, here!);
+  const pages = [...answered.map(([, page]) => page), ...fallback];
   const merged = mergePages(pages, request);
   const outcomes = new Map<number, PartitionOutcome>(pages.flatMap((page) => page.partitions.map((o) => [o.partition, o] as const)));
   // A standby's answer replaces its owner's failure; a standby's own failure does not.
@@ -57,6 +58,43 @@ export async function gatherPage(
   // In the order asked for, as a local page reports them.
   const page = { ...here!, entries: merged.entries, hasMore: merged.hasMore, partitions: requested.map((p) => outcomes.get(p)!) };
   return unpinIfDone(context, page);
+}
+
+/** A page with who answered it (null: this instance). */
+type SourcedPage = readonly [string | null, ForwardedPage];
+
+/**
+ * The page of one owner's partitions. When the owner has not answered within forwardHedgeMs (a
+ * silent owner would hold the page for its whole forward budget), and every one of its
+ * partitions has a standby to ask (standbySource), the standbys are asked the same page too, and
+ * the first of the two answers that serves every partition stands — one or the other whole,
+ * never a mix, so no key comes twice; if neither serves them all, the owner's answer stands and
+ * the fallback after it (standbyPages) takes over. The forward to the owner runs on either way,
+ * so PeerHealth learns whether it answers. Not under requireActive or maxLag.
+ */
+async function ownerPages(
+  context: GatewayContext,
+  owner: string,
+  store: StoreDescriptor,
+  options: QueryOptions,
+  request: PageRequest,
+  fingerprint: Bytes,
+  partitions: readonly number[],
+): Promise<SourcedPage[]> {
+  const fromOwner = pageOfPeer(context, owner, store, options, request, fingerprint, partitions).then((page): SourcedPage[] => [[owner, page]]);
+  if (options.requireActive === true || options.maxLag !== undefined || !(await outlastsHedge(context, fromOwner))) return fromOwner;
+  const sources = new Map<number, StandbySource>();
+  for (const p of partitions) {
+    const source = standbySource(context, store, p, owner);
+    if (source === undefined || source === RESTORING_HERE) return fromOwner; // a partition only the owner can answer: the page waits for it anyway
+    sources.set(p, source);
+  }
+  const fromStandbys = readFromStandbys(context, store, options, request, fingerprint, sources);
+  const whole = (pages: SourcedPage[]): SourcedPage[] => {
+    if (pages.some(([, page]) => page.partitions.some((o) => o.failure !== undefined))) throw new Error('not every partition served');
+    return pages;
+  };
+  return Promise.any([fromOwner.then(whole), fromStandbys.then(whole)]).catch(() => fromOwner);
 }
 
 /** The first page's outcome for `partition` (the owner's, which a failed standby leaves standing). */
@@ -89,13 +127,10 @@ async function pageOfPeer(
  * (FORWARD_FAILED), whose task restores (NOT_ACTIVE), or that no longer or not yet hosts the
  * partition (NOT_PRESENT: the map here is a rebalance behind) — and here, a task still restoring
  * after a move (NOT_ACTIVE) or a partition with no owner known (NOT_PRESENT: assigned here, its
- * task not open yet). Each such partition goes to one standby, once: the one kept here, else the
- * first standby host that is neither its owner nor failing just now, else — when the partition
- * has no standby elsewhere at all — a task restoring here answers with its committed data,
- * flagged as a standby's. These pages are
- * unpinned: the partitions are read at the state each page meets, as every partition read
- * elsewhere is. Under requireActive or maxLag (whose standbys were chosen up front) the owner's
- * failures stand. `pages`: each page with its owner (null: here).
+ * task not open yet). Each such partition goes to one standby, once (standbySource). These
+ * pages are unpinned: the partitions are read at the state each page meets, as every partition
+ * read elsewhere is. Under requireActive or maxLag (whose standbys were chosen up front) the
+ * owner's failures stand. `pages`: each page with who answered it (null: here).
  */
 async function standbyPages(
   context: GatewayContext,
@@ -103,36 +138,63 @@ async function standbyPages(
   options: QueryOptions,
   request: PageRequest,
   fingerprint: Bytes,
-  pages: ReadonlyArray<readonly [string | null, ForwardedPage]>,
+  pages: readonly SourcedPage[],
 ): Promise<ForwardedPage[]> {
   if (options.requireActive === true || options.maxLag !== undefined) return [];
-  const health = context.options.peer.health;
-  const self = context.provider.selfUrl?.();
-  const here: number[] = [];
-  // partition → the standby host asked for it
-  const hosts = new Map<number, string>();
+  const sources = new Map<number, StandbySource>();
   for (const [owner, page] of pages) {
     for (const outcome of page.partitions) {
       const reason = outcome.failure?.reason;
       if (reason !== 'FORWARD_FAILED' && reason !== 'NOT_ACTIVE' && reason !== 'NOT_PRESENT') continue;
-      const p = outcome.partition;
-      const local = context.provider.localPartition(store.name, p);
-      if (local !== undefined && !local.active) {
-        if (owner !== null) here.push(p); // (a page here read the standby here already)
-        continue;
-      }
-      const standbys = context.provider.remoteStandbys?.(store.name, p) ?? [];
-      const host = standbys.find((url) => url !== owner && url !== self && health?.isDown(url) !== true);
-      if (host !== undefined) hosts.set(p, host);
-      else if (local !== undefined && standbys.length === 0) here.push(p); // the task restoring here, with no standby elsewhere
+      const source = standbySource(context, store, outcome.partition, owner);
+      // (a page here read the standby here already)
+      if (source !== undefined && !(source === STANDBY_HERE && owner === null)) sources.set(outcome.partition, source);
     }
   }
-  const byHost = groupByHost([...hosts.keys()], (p) => hosts.get(p));
+  return (await readFromStandbys(context, store, options, request, fingerprint, sources)).map(([, page]) => page);
+}
+
+const STANDBY_HERE = Symbol('the standby kept here');
+const RESTORING_HERE = Symbol('the task restoring here');
+/** Where a partition's standby read goes: here, to a task restoring here, or to a standby host's URL. */
+type StandbySource = typeof STANDBY_HERE | typeof RESTORING_HERE | string;
+
+/**
+ * Who answers a standby read of `partition` instead of `owner` (null: this instance): the
+ * standby kept here; else the first standby host that is neither the owner, nor this instance,
+ * nor failing just now; else — when the partition has no standby elsewhere at all — a task
+ * restoring here, with its committed data flagged as a standby's; else nobody.
+ */
+function standbySource(context: GatewayContext, store: StoreDescriptor, partition: number, owner: string | null): StandbySource | undefined {
+  const local = context.provider.localPartition(store.name, partition);
+  if (local !== undefined && !local.active) return STANDBY_HERE;
+  const standbys = context.provider.remoteStandbys?.(store.name, partition) ?? [];
+  const self = context.provider.selfUrl?.();
+  const host = standbys.find((url) => url !== owner && url !== self && context.options.peer.health?.isDown(url) !== true);
+  if (host !== undefined) return host;
+  return local !== undefined && standbys.length === 0 ? RESTORING_HERE : undefined;
+}
+
+/** The same page of `sources`' partitions, unpinned, read here or asked of each standby host at once. */
+async function readFromStandbys(
+  context: GatewayContext,
+  store: StoreDescriptor,
+  options: QueryOptions,
+  request: PageRequest,
+  fingerprint: Bytes,
+  sources: ReadonlyMap<number, StandbySource>,
+): Promise<SourcedPage[]> {
+  const of = (source: StandbySource): number[] => [...sources].filter(([, s]) => s === source).map(([p]) => p);
+  const here = [...of(STANDBY_HERE), ...of(RESTORING_HERE)];
+  const byHost = groupByHost([...sources.keys()], (p) => {
+    const source = sources.get(p);
+    return typeof source === 'string' ? source : undefined;
+  });
   const { snapshot: _snapshot, ...unpinned } = request;
   const live: PageRequest = { ...unpinned, pin: false };
   return Promise.all([
-    ...(here.length === 0 ? [] : [context.engine.page({ ...options, partitions: here, standbyFallback: true, restoringAsStandby: true }, live)]),
-    ...[...byHost].map(([host, partitions]) => pageOfPeer(context, host, store, options, live, fingerprint, partitions)),
+    ...(here.length === 0 ? [] : [context.engine.page({ ...options, partitions: here, standbyFallback: true, restoringAsStandby: true }, live).then((page): SourcedPage => [null, page])]),
+    ...[...byHost].map(async ([host, partitions]): Promise<SourcedPage> => [host, await pageOfPeer(context, host, store, options, live, fingerprint, partitions)]),
   ]);
 }
 

@@ -9,13 +9,10 @@
  */
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { serdes } from '../../../src/store/serdes.js';
-import type { StoreEngine, TaskStores } from '../../../src/store/types.js';
-import { createInMemoryStoreEngine } from '../../../src/store/in-memory-engine.js';
-import { StaticStateProvider } from '../../../src/query/static-state-provider.js';
-import { createGateway } from '../../../src/graphql/create-gateway.js';
+import type { TaskStores } from '../../../src/store/types.js';
 import { gql, type Fetch } from './gateway-fixture.js';
 import { close, dispose, downUrl, instance, KEYS, listen, partitionOf, STORE, type Instance } from './routing-fixture.js';
+import { addStandbys, failing, LAG, slow, standbyHost } from './standby-fixture.js';
 
 const GET_MANY = `query ($keys: [Key!]!, $maxLag: Int, $requireActive: Boolean) {
   getMany(store: "words", keys: $keys, maxLag: $maxLag, requireActive: $requireActive) {
@@ -24,74 +21,7 @@ const GET_MANY = `query ($keys: [Key!]!, $maxLag: Int, $requireActive: Boolean) 
   }
 }`;
 
-const LAG = { offsets: 5, timeMs: 300 };
 const remoteKeys = KEYS.filter((key) => partitionOf(key) >= 2);
-
-/** Opens standbys of `partitions` in `i`'s engine, each key's value `{ n, standby: true }`. */
-async function addStandbys(i: { provider: StaticStateProvider; engine: StoreEngine }, partitions: readonly number[]): Promise<TaskStores[]> {
-  const tasks: TaskStores[] = [];
-  for (const p of partitions) {
-    const task = await i.engine.openTask(`0_${p}`, [{ name: STORE.name, partition: p }]);
-    let offset = 0;
-    KEYS.forEach((key, n) => {
-      if (partitionOf(key) === p) task.store(STORE.name).put(serdes.string.serialize(key), serdes.json.serialize({ n, standby: true }), { topic: 'input', partition: p, offset: offset++ });
-    });
-    task.flush();
-    await task.commit({});
-    i.provider.addTask(task, { active: false, lag: LAG });
-    tasks.push(task);
-  }
-  return tasks;
-}
-
-/** A GraphQL endpoint that counts requests and answers HTTP 503 to each. */
-async function failing(): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
-  let hits = 0;
-  const { server, url } = await listen((_req, res) => {
-    hits += 1;
-    res.writeHead(503, { 'content-type': 'application/json' }).end('{"errors":[{"message":"down"}]}');
-  });
-  return { url, hits: () => hits, close: () => close(server) };
-}
-
-/** A GraphQL endpoint that relays each request to `target` after `delayMs` (a slow owner or host). */
-async function slow(target: string, delayMs: number): Promise<{ url: string; close: () => Promise<void> }> {
-  const { server, url } = await listen((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => setTimeout(() => void (async () => {
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && !['host', 'content-length', 'connection'].includes(name)) headers[name] = value;
-      const answer = await fetch(target, { method: 'POST', headers, body: Buffer.concat(chunks) });
-      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(await answer.text());
-    })(), delayMs));
-  });
-  return { url, close: () => close(server) };
-}
-
-/** An instance of its own keeping standbys of `partitions` (values `{ n, standby: true }`), listening and counting requests. */
-async function standbyHost(partitions: readonly number[]): Promise<{ url: string; hits: () => number; dispose: () => Promise<void> }> {
-  const engine = createInMemoryStoreEngine();
-  const provider = new StaticStateProvider({ stores: [STORE] });
-  const tasks = await addStandbys({ provider, engine }, partitions);
-  const gateway = createGateway({ provider, logging: false });
-  let hits = 0;
-  const { server, url } = await listen((req, res) => {
-    hits += 1;
-    void gateway(req, res);
-  });
-  provider.setSelfUrl(url);
-  return {
-    url,
-    hits: () => hits,
-    dispose: async () => {
-      await close(server);
-      await gateway.dispose();
-      for (const task of tasks) await task.close();
-      await engine.close();
-    },
-  };
-}
 
 /**
  * Instance `h` (partitions 0 and 1, forwardHedgeMs `hedgeMs`) whose owner of 2 and 3 is down, and
