@@ -83,18 +83,34 @@ async function ownerPages(
 ): Promise<SourcedPage[]> {
   const fromOwner = pageOfPeer(context, owner, store, options, request, fingerprint, partitions).then((page): SourcedPage[] => [[owner, page]]);
   if (options.requireActive === true || options.maxLag !== undefined || !(await outlastsHedge(context, fromOwner))) return fromOwner;
-  const sources = new Map<number, StandbySource>();
-  for (const p of partitions) {
-    const source = standbySource(context, store, p, owner);
-    if (source === undefined || source === RESTORING_HERE) return fromOwner; // a partition only the owner can answer: the page waits for it anyway
-    sources.set(p, source);
-  }
+  const sources = hedgeSources(context, store, owner, partitions);
+  if (sources === undefined) return fromOwner;
   const fromStandbys = readFromStandbys(context, store, options, request, fingerprint, sources);
   const whole = (pages: SourcedPage[]): SourcedPage[] => {
     if (pages.some(([, page]) => page.partitions.some((o) => o.failure !== undefined))) throw new Error('not every partition served');
     return pages;
   };
   return Promise.any([fromOwner.then(whole), fromStandbys.then(whole)]).catch(() => fromOwner);
+}
+
+/**
+ * The standby to ask for each of the owner's partitions, or undefined when one has none (only
+ * the owner can answer it: the page waits for the owner anyway) — or when the provider fails
+ * to say (an instance stopping under the page): the page, which may hold a pin here, is still
+ * gathered and its pin let go.
+ */
+function hedgeSources(context: GatewayContext, store: StoreDescriptor, owner: string, partitions: readonly number[]): Map<number, StandbySource> | undefined {
+  const sources = new Map<number, StandbySource>();
+  try {
+    for (const p of partitions) {
+      const source = standbySource(context, store, p, owner);
+      if (source === undefined || source === RESTORING_HERE) return undefined;
+      sources.set(p, source);
+    }
+  } catch {
+    return undefined;
+  }
+  return sources;
 }
 
 /** The first page's outcome for `partition` (the owner's, which a failed standby leaves standing). */

@@ -6,6 +6,7 @@
  * standbys', never a mix — so a page does not wait out the forward budget of an owner that was
  * cut off, and no key comes twice.
  */
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TaskStores } from '../../../src/store/types.js';
 import { gql, type Fetch } from './gateway-fixture.js';
@@ -132,6 +133,41 @@ describe('a hedged page takes one answer whole', () => {
     } finally {
       await owner.close();
       await dispose(o);
+    }
+  });
+});
+
+describe('a hedge that cannot be planned', () => {
+  it('serves the page from the owner and lets its pin go when the provider throws while the standbys are chosen (an instance stopping under the page)', async () => {
+    const metrics = new Registry();
+    const p = await instance([0, 1], { forwardHedgeMs: 50, metrics });
+    const o = await instance([2, 3]);
+    // From the owner's receiving the page (routed by then; the hedge due 50 ms later) until
+    // 150 ms on (it answers at 200 ms), looking a partition up here throws.
+    let throwing = false;
+    const owner = await slow(o.url, 200, () => {
+      throwing = true;
+      setTimeout(() => (throwing = false), 150);
+    });
+    const here = await addStandbys(p, [2, 3]);
+    try {
+      for (const q of [2, 3]) p.provider.setRemoteOwner(STORE.name, q, owner.url);
+      const lookUp = p.provider.localPartition.bind(p.provider);
+      p.provider.localPartition = (name, partition) => {
+        if (throwing) throw new Error('stopping');
+        return lookUp(name, partition);
+      };
+      const page: any = await gql(fetch as Fetch, p.url, PAGE('', 100));
+      expect(page.errors).toBeUndefined();
+      expect(page.data.range.partitions.map((x: any) => [x.partition, x.failure, x.standby])).toEqual([[0, null, false], [1, null, false], [2, null, false], [3, null, false]]);
+      expect(page.data.range.edges.map((e: any) => e.node.key)).toEqual([...KEYS].sort());
+      const pinned = Number(/^iqgate_pinned_snapshots (\d+)$/m.exec(await metrics.metrics())![1]);
+      expect(pinned, 'a listing that ended on its first page holds no snapshot').toBe(0);
+    } finally {
+      for (const task of here) await task.close();
+      await owner.close();
+      await dispose(o);
+      await dispose(p);
     }
   });
 });

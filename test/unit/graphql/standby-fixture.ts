@@ -40,9 +40,10 @@ export async function failing(): Promise<{ url: string; hits: () => number; clos
   return { url, hits: () => hits, close: () => close(server) };
 }
 
-/** A GraphQL endpoint that relays each request to `target` after `delayMs` (a slow owner or host). */
-export async function slow(target: string, delayMs: number): Promise<{ url: string; close: () => Promise<void> }> {
+/** A GraphQL endpoint that relays each request to `target` after `delayMs` (a slow owner or host); `onRequest` hears of each as it comes. */
+export async function slow(target: string, delayMs: number, onRequest?: () => void): Promise<{ url: string; close: () => Promise<void> }> {
   const { server, url } = await listen((req, res) => {
+    onRequest?.();
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => setTimeout(() => void (async () => {
@@ -50,7 +51,7 @@ export async function slow(target: string, delayMs: number): Promise<{ url: stri
       for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && !['host', 'content-length', 'connection'].includes(name)) headers[name] = value;
       const answer = await fetch(target, { method: 'POST', headers, body: Buffer.concat(chunks) });
       res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(await answer.text());
-    })(), delayMs));
+    })().catch(() => res.destroy()), delayMs)); // (the target gone: a late relay after its test ended)
   });
   return { url, close: () => close(server) };
 }
