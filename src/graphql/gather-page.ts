@@ -41,14 +41,15 @@ export async function gatherPage(
   // (no owner known, the owner failed just now, or within maxLag), or this request was forwarded.
   const remote = new Set([...byOwner.values()].flat());
   const local = { ...options, partitions: requested.filter((p) => !remote.has(p)), standbyFallback: true };
+  const scan: PageScan = { context, store, options, request, fingerprint };
   const [here, ...there] = await Promise.all([
     context.engine.page(local, pinned),
-    ...[...byOwner].map(([owner, partitions]) => ownerPages(context, owner, store, options, request, fingerprint, partitions)),
+    ...[...byOwner].map(([owner, partitions]) => ownerPages(scan, owner, partitions)),
   ]);
   const answered: SourcedPage[] = [[null, here!], ...there.flat()];
   // One hop at most: a forwarded request's failures stand; so do they when the fallback throws
   // (the instance stopping under it, say), and the page is still served and its pin let go.
-  const fallback = forwarded ? [] : await standbyPages(context, store, options, request, fingerprint, answered).catch(() => []);
+  const fallback = forwarded ? [] : await standbyPages(scan, answered).catch(() => []);
   if (answered.length === 1 && fallback.length === 0) return unpinIfDone(context, here!);
   const pages = [...answered.map(([, page]) => page), ...fallback];
   const merged = mergePages(pages, request);
@@ -63,6 +64,15 @@ export async function gatherPage(
 /** A page with who answered it (null: this instance). */
 type SourcedPage = readonly [string | null, ForwardedPage];
 
+/** The page being gathered: what every owner and standby is asked for. */
+interface PageScan {
+  readonly context: GatewayContext;
+  readonly store: StoreDescriptor;
+  readonly options: QueryOptions;
+  readonly request: PageRequest;
+  readonly fingerprint: Bytes;
+}
+
 /**
  * The page of one owner's partitions. When the owner has not answered within forwardHedgeMs (a
  * silent owner would hold the page for its whole forward budget), and every one of its
@@ -72,20 +82,13 @@ type SourcedPage = readonly [string | null, ForwardedPage];
  * the fallback after it (standbyPages) takes over. The forward to the owner runs on either way,
  * so PeerHealth learns whether it answers. Not under requireActive or maxLag.
  */
-async function ownerPages(
-  context: GatewayContext,
-  owner: string,
-  store: StoreDescriptor,
-  options: QueryOptions,
-  request: PageRequest,
-  fingerprint: Bytes,
-  partitions: readonly number[],
-): Promise<SourcedPage[]> {
-  const fromOwner = pageOfPeer(context, owner, store, options, request, fingerprint, partitions).then((page): SourcedPage[] => [[owner, page]]);
+async function ownerPages(scan: PageScan, owner: string, partitions: readonly number[]): Promise<SourcedPage[]> {
+  const { context, store, options } = scan;
+  const fromOwner = pageOfPeer(scan, owner, scan.request, partitions).then((page): SourcedPage[] => [[owner, page]]);
   if (options.requireActive === true || options.maxLag !== undefined || !(await outlastsHedge(context, fromOwner))) return fromOwner;
   const sources = hedgeSources(context, store, owner, partitions);
   if (sources === undefined) return fromOwner;
-  const fromStandbys = readFromStandbys(context, store, options, request, fingerprint, sources);
+  const fromStandbys = readFromStandbys(scan, sources);
   const whole = (pages: SourcedPage[]): SourcedPage[] => {
     if (pages.some(([, page]) => page.partitions.some((o) => o.failure !== undefined))) throw new Error('not every partition served');
     return pages;
@@ -122,16 +125,8 @@ function failureBefore(pages: readonly ForwardedPage[], partition: number): Part
   return undefined;
 }
 
-/** forwardPage, noting in PeerHealth whether the peer answered at all. */
-async function pageOfPeer(
-  context: GatewayContext,
-  url: string,
-  store: StoreDescriptor,
-  options: QueryOptions,
-  request: PageRequest,
-  fingerprint: Bytes,
-  partitions: readonly number[],
-): Promise<ForwardedPage> {
+/** forwardPage of `request` (the scan's, or its unpinned form), noting in PeerHealth whether the peer answered at all. */
+async function pageOfPeer({ context, store, options, fingerprint }: PageScan, url: string, request: PageRequest, partitions: readonly number[]): Promise<ForwardedPage> {
   const page = await forwardPage(url, store, options, request, fingerprint, partitions, context.options.peer);
   notePeer(context, url, page.partitions.map((p) => p.failure));
   return page;
@@ -148,14 +143,8 @@ async function pageOfPeer(
  * read elsewhere is. Under requireActive or maxLag (whose standbys were chosen up front) the
  * owner's failures stand. `pages`: each page with who answered it (null: here).
  */
-async function standbyPages(
-  context: GatewayContext,
-  store: StoreDescriptor,
-  options: QueryOptions,
-  request: PageRequest,
-  fingerprint: Bytes,
-  pages: readonly SourcedPage[],
-): Promise<ForwardedPage[]> {
+async function standbyPages(scan: PageScan, pages: readonly SourcedPage[]): Promise<ForwardedPage[]> {
+  const { context, store, options } = scan;
   if (options.requireActive === true || options.maxLag !== undefined) return [];
   const sources = new Map<number, StandbySource>();
   for (const [owner, page] of pages) {
@@ -167,7 +156,7 @@ async function standbyPages(
       if (source !== undefined && !(source === STANDBY_HERE && owner === null)) sources.set(outcome.partition, source);
     }
   }
-  return (await readFromStandbys(context, store, options, request, fingerprint, sources)).map(([, page]) => page);
+  return (await readFromStandbys(scan, sources)).map(([, page]) => page);
 }
 
 const STANDBY_HERE = Symbol('the standby kept here');
@@ -192,25 +181,18 @@ function standbySource(context: GatewayContext, store: StoreDescriptor, partitio
 }
 
 /** The same page of `sources`' partitions, unpinned, read here or asked of each standby host at once. */
-async function readFromStandbys(
-  context: GatewayContext,
-  store: StoreDescriptor,
-  options: QueryOptions,
-  request: PageRequest,
-  fingerprint: Bytes,
-  sources: ReadonlyMap<number, StandbySource>,
-): Promise<SourcedPage[]> {
+async function readFromStandbys(scan: PageScan, sources: ReadonlyMap<number, StandbySource>): Promise<SourcedPage[]> {
   const of = (source: StandbySource): number[] => [...sources].filter(([, s]) => s === source).map(([p]) => p);
   const here = [...of(STANDBY_HERE), ...of(RESTORING_HERE)];
   const byHost = groupByHost([...sources.keys()], (p) => {
     const source = sources.get(p);
     return typeof source === 'string' ? source : undefined;
   });
-  const { snapshot: _snapshot, ...unpinned } = request;
+  const { snapshot: _snapshot, ...unpinned } = scan.request;
   const live: PageRequest = { ...unpinned, pin: false };
   return Promise.all([
-    ...(here.length === 0 ? [] : [context.engine.page({ ...options, partitions: here, standbyFallback: true, restoringAsStandby: true }, live).then((page): SourcedPage => [null, page])]),
-    ...[...byHost].map(async ([host, partitions]): Promise<SourcedPage> => [host, await pageOfPeer(context, host, store, options, live, fingerprint, partitions)]),
+    ...(here.length === 0 ? [] : [scan.context.engine.page({ ...scan.options, partitions: here, standbyFallback: true, restoringAsStandby: true }, live).then((page): SourcedPage => [null, page])]),
+    ...[...byHost].map(async ([host, partitions]): Promise<SourcedPage> => [host, await pageOfPeer(scan, host, live, partitions)]),
   ]);
 }
 
