@@ -40,11 +40,14 @@ export function isForwarded(context: GatewayContext): boolean {
   return context.principal.forwarded;
 }
 
-/** The store `name`, when the caller may read it: STORE_NOT_FOUND, FORBIDDEN otherwise. */
+/**
+ * The store `name`, when the caller may read it: FORBIDDEN when it may not (asked first, so that
+ * a store it may not read answers as one that does not exist would: the names are not told),
+ * else STORE_NOT_FOUND or NOT_STARTED as the engine says.
+ */
 export function readableStore(context: GatewayContext, name: string): StoreDescriptor {
-  const store = context.engine.store(name);
-  assertCanRead(context.principal, store.name);
-  return store;
+  assertCanRead(context.principal, name);
+  return context.engine.store(name);
 }
 
 /**

@@ -11,7 +11,7 @@ import { Position } from '../store/position.js';
 import type { Bytes } from '../store/types.js';
 import type { GatheredEntry } from './forward-page.js';
 import { gatherPage } from './gather-page.js';
-import { canRead } from './gate/principal.js';
+import { assertCanRead, canRead } from './gate/principal.js';
 import { keyLoader, readableStore, spend, type GatewayContext, type KeyAnswer } from './gateway-context.js';
 import { decodeForGraphQL, encodeKey } from './key-codec.js';
 import { keyMetadata } from './key-metadata.js';
@@ -113,11 +113,17 @@ export const queryResolvers = {
       return context.provider.stores().filter((store) => canRead(context.principal, store.name));
     },
     store(_: unknown, args: { name: string }, context: GatewayContext) {
+      assertCanRead(context.principal, args.name); // FORBIDDEN whether or not it exists
       const store = context.provider.store(args.name);
       return store === undefined ? null : readableStore(context, store.name);
     },
+    // A task's stores the caller may not read are left out, as `stores` leaves them out.
     tasks(_: unknown, __: unknown, context: GatewayContext) {
-      return context.provider.tasks().map((task) => ({ ...task, id: task.taskId, stores: task.stores.map((s) => ({ store: s.storeName, partition: s.partition })) }));
+      return context.provider.tasks().map((task) => ({
+        ...task,
+        id: task.taskId,
+        stores: task.stores.filter((s) => canRead(context.principal, s.storeName)).map((s) => ({ store: s.storeName, partition: s.partition })),
+      }));
     },
     async get(_: unknown, args: Args<CommonArgs & { key: unknown }>, context: GatewayContext) {
       const store = readableStore(context, args.store);

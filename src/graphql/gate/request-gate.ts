@@ -4,7 +4,10 @@
  * GraphiQL, SSE subscriptions, /dashboard and /metrics are behind it too) call the same
  * `check`. In order:
  *
- *  1. /health and /ready stay open (probes carry no credentials and learn nothing).
+ *  1. /health and /ready stay open to a plain GET or HEAD (probes carry no credentials and
+ *     learn nothing). Not with a query string: yoga takes any URL that ends in the GraphQL
+ *     endpoint for a GraphQL request, so `/health?/graphql` would have run an operation
+ *     unauthenticated (use-request-gate.ts refuses such URLs before this too).
  *  2. A declared body larger than maxBodyBytes: BODY_TOO_LARGE (413).
  *  3. CSRF prevention, as yoga's CSRF plugin and the GraphQL-over-HTTP spec suggest: a GET
  *     carrying an operation, or a POST that is not JSON (a form can send those cross-site
@@ -39,6 +42,8 @@ const JSON_TYPES = ['application/json', 'application/graphql-response+json'];
 export interface GateRequest {
   readonly method: string;
   readonly path: string;
+  /** The URL's query string ('?…', or '' or absent without one). */
+  readonly search?: string;
   /** True for a GET whose query string carries an operation (`query=`). */
   readonly getOperation: boolean;
   header(name: string): string | undefined;
@@ -107,7 +112,7 @@ export class RequestGate {
 
   /** The request's principal, or an IqgateError to answer with (see gateRejection). */
   check(request: GateRequest): Principal | Promise<Principal> {
-    if (OPEN_PATHS.has(request.path)) return anonymous(request.remoteAddress);
+    if (OPEN_PATHS.has(request.path) && (request.method === 'GET' || request.method === 'HEAD') && (request.search ?? '') === '') return anonymous(request.remoteAddress);
     const length = request.header('content-length');
     if (length !== undefined && Number(length) > this.options.maxBodyBytes) {
       throw new IqgateError('BODY_TOO_LARGE', `The request body is larger than ${this.options.maxBodyBytes} bytes.`);

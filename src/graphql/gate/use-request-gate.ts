@@ -28,6 +28,7 @@ function gateRequest(request: Request, url: URL, socket: { remoteAddress?: strin
   return {
     method: request.method,
     path: url.pathname,
+    search: url.search,
     getOperation: request.method === 'GET' && url.searchParams.has('query'),
     header: (name: string) => request.headers.get(name) ?? undefined,
     remoteAddress: socket?.remoteAddress,
@@ -64,10 +65,26 @@ export async function admitFetchRequest(gate: RequestGate, request: Request, ser
   }
 }
 
+/**
+ * True for a URL yoga would run as a GraphQL request (its unhandled-route rule: the whole URL,
+ * query string and all, ending in the endpoint, or the endpoint with a trailing slash) at a path
+ * other than the endpoint itself: `/health?/graphql`, `/anything?x=/graphql`, `/graphql/`.
+ * Refused with 404, so that what the gate decides by path (the open probes, the CSRF check)
+ * is what yoga serves.
+ */
+export function strayGraphQLUrl(requestUrl: string, url: URL, endpoint: string): boolean {
+  if (url.pathname === endpoint) return false;
+  return requestUrl.endsWith(endpoint) || requestUrl.endsWith(`${endpoint}/`) || url.pathname === `${endpoint}/`;
+}
+
 /** `onRefused` sees each refusal (the gateway counts them in its error metric). */
 export function useRequestGate(gate: RequestGate, onRefused?: (error: unknown) => void): Plugin {
   return {
     async onRequest({ request, url, serverContext, endResponse, fetchAPI }) {
+      if (strayGraphQLUrl(request.url, url, gate.options.graphqlEndpoint)) {
+        endResponse(new fetchAPI.Response('', { status: 404, statusText: 'Not Found' }));
+        return;
+      }
       try {
         await admit(gate, request, url, serverContext);
       } catch (error) {

@@ -86,6 +86,50 @@ describe('the request gate with API keys', () => {
     expect(Number(/code="UNAUTHENTICATED"\} (\d+)/.exec(metrics)![1])).toBeGreaterThanOrEqual(refusals.length);
   });
 
+  it('serves no operation at an open probe\'s path: a URL that ends in the endpoint (yoga would run it) is 404, a probe with a query string needs credentials', async () => {
+    const i = await served({ auth: { apiKeys: API_KEYS } });
+    const base = i.url.replace(/\/graphql$/, '');
+    const read = '{ stores { name } a: get(store: "words", key: "key-0") { value } }';
+    // Yoga takes any URL ending in /graphql for a GraphQL request; /health was open to anyone.
+    const stray: Array<[string, RequestInit]> = [
+      [`${base}/health?/graphql`, post(read)],
+      [`${base}/health?query=${encodeURIComponent(read)}&x=/graphql`, { headers: { 'x-graphql-yoga-csrf': '1' } }],
+      [`${base}/ready?/graphql`, post(read)],
+      [`${base}/dashboard?x=/graphql`, post(read, {}, bearer(KEY_ALL))],
+      [`${base}/health?/graphql`, { ...post('subscription { changes(store: "words", keys: ["key-1"]) { key } }'), headers: { 'content-type': 'application/json', accept: 'text/event-stream' } }],
+    ];
+    for (const [url, init] of stray) {
+      for (const [how, answer] of [['node', await fetch(url, init)], ['yoga', await i.gateway.fetch(url, init)]] as const) {
+        expect(answer.status, `${how} ${url}`).toBe(404);
+        expect(await answer.text(), `${how} ${url}`).not.toContain('words');
+      }
+    }
+    // A probe is a plain GET or HEAD; with a query string it is any request.
+    expect((await fetch(`${base}/health?x=1`)).status).toBe(401);
+    expect((await fetch(`${base}/ready?x=1`)).status).toBe(401);
+    expect((await fetch(`${base}/health`, { method: 'HEAD' })).status).toBe(200);
+    expect((await fetch(`${base}/ready`)).status).toBe(200);
+  });
+
+  it('tells a key nothing of the stores it may not read: unknown and forbidden names answer alike, and tasks list only its stores', async () => {
+    const i = await served({ auth: { apiKeys: API_KEYS } });
+    for (const name of ['secrets', 'no-such-store']) {
+      const read = await json(await fetch(i.url, post(`{ get(store: "${name}", key: "a") { found } }`, {}, bearer(KEY_A))));
+      expect(read.errors[0].extensions.code, name).toBe('FORBIDDEN');
+      const store = await json(await fetch(i.url, post(`{ store(name: "${name}") { name } }`, {}, bearer(KEY_A))));
+      expect(store.errors[0].extensions.code, name).toBe('FORBIDDEN');
+    }
+    // A key for every store still hears which do not exist.
+    expect((await json(await fetch(i.url, post('{ get(store: "no-such-store", key: "a") { found } }', {}, bearer(KEY_ALL))))).errors[0].extensions.code).toBe('STORE_NOT_FOUND');
+    expect((await json(await fetch(i.url, post('{ store(name: "no-such-store") { name } }', {}, bearer(KEY_ALL))))).data.store).toBeNull();
+    const TASKS = '{ tasks { id stores { store } } }';
+    const mine = await json(await fetch(i.url, post(TASKS, {}, bearer(KEY_A))));
+    expect(mine.errors).toBeUndefined();
+    expect(new Set(mine.data.tasks.flatMap((t: any) => t.stores.map((s: any) => s.store)))).toEqual(new Set(['words']));
+    const every = await json(await fetch(i.url, post(TASKS, {}, bearer(KEY_ALL))));
+    expect(new Set(every.data.tasks.flatMap((t: any) => t.stores.map((s: any) => s.store)))).toEqual(new Set(['words', 'secrets']));
+  });
+
   it('lets a key read the stores it names and no other, however it is sent (Bearer, x-api-key, Basic password)', async () => {
     const i = await served({ auth: { apiKeys: API_KEYS } });
     for (const headers of [bearer(KEY_A), { 'x-api-key': KEY_A }, basic('any-user', KEY_A)]) {
@@ -185,6 +229,9 @@ describe('what the gate refuses before any resolver runs', () => {
     expect((await fetch(getUrl, { headers: { 'x-graphql-yoga-csrf': '1' } })).status).toBe(200);
     const form = await fetch(i.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ query: '{ instance { state } }' }) });
     expect(form.status).toBe(403);
+    // Not at the endpoint with a trailing slash either (yoga serves it; the check went by the exact path).
+    expect((await fetch(`${i.url}/?query=${encodeURIComponent('{ instance { state } }')}`)).status).toBe(404);
+    expect((await fetch(`${i.url}/`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `query=${encodeURIComponent('{ instance { state } }')}` })).status).toBe(404);
   });
 
   it('answers 413 to a body over maxBodyBytes, declared or chunked, and goes on serving', async () => {
