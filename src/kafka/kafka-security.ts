@@ -25,6 +25,9 @@ export interface OauthBearerToken {
   readonly principal?: string;
 }
 
+/** The start of a PEM block: a certificate, a key (PKCS#8, RSA, EC; encrypted or not). */
+const PEM_BLOCK = /-----BEGIN [A-Z0-9 ]+-----/;
+
 const upperCase = (value: unknown): unknown => (typeof value === 'string' ? value.toUpperCase() : value);
 
 export const kafkaSecuritySchema = z.strictObject({
@@ -61,6 +64,15 @@ export const kafkaSecuritySchema = z.strictObject({
     }
   }
   if ((security.ssl?.cert === undefined) !== (security.ssl?.key === undefined)) context.addIssue({ code: 'custom', message: 'a client certificate needs its key, and a key its certificate', path: ['ssl'] });
+  // Not PEM (a JKS or PKCS#12 keystore, as Java clients take): kafkajs would fail each
+  // handshake as an unreachable broker, retried for ever, and Node takes a CA that is not PEM
+  // as an empty trust store; librdkafka refuses it at start. Said here, for both.
+  for (const field of ['ca', 'cert', 'key'] as const) {
+    const pem = security.ssl?.[field];
+    if (pem !== undefined && !PEM_BLOCK.test(pem)) {
+      context.addIssue({ code: 'custom', message: `ssl.${field} is not PEM text ("-----BEGIN …"); a JKS or PKCS#12 keystore needs exporting to PEM first (keytool -importkeystore, openssl pkcs12)`, path: ['ssl', field] });
+    }
+  }
 });
 
 export type KafkaSecurityInput = z.input<typeof kafkaSecuritySchema>;

@@ -209,6 +209,9 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     // 4.5–6.8 s gaps between the counting tasks' commits at 60 lines/s).
     (this.consumer as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(only: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
     this.consumer.on('event.error', (err) => this.onClientError(err));
+    // The binding emits 'error' when an OAUTHBEARER token callback fails (after telling
+    // librdkafka, which asks again): with no listener, that is an uncaught error that ends the process.
+    (this.consumer as unknown as NodeJS.EventEmitter).on('error', (err: unknown) => options.log?.warn({ err }, 'OAUTHBEARER token refresh failed (librdkafka asks again)'));
   }
 
   /** The librdkafka consumer, for the producer's offset commits (its group metadata: KIP-447). */

@@ -236,6 +236,9 @@ export class RdkafkaStreamProducer implements StreamProducerPort {
       ...this.options.properties,
     });
     producer.on('event.error', (err) => this.options.log?.debug({ err, transactionalId: this.transactionalId }, 'librdkafka producer error (retried by librdkafka)'));
+    // The binding emits 'error' when an OAUTHBEARER token callback fails (after telling
+    // librdkafka, which asks again): with no listener, that is an uncaught error that ends the process.
+    (producer as unknown as NodeJS.EventEmitter).on('error', (err: unknown) => this.options.log?.warn({ err, transactionalId: this.transactionalId }, 'OAUTHBEARER token refresh failed (librdkafka asks again)'));
     this.producer = producer;
     const context = `init producer ${this.transactionalId}`;
     // allTopics false: only the brokers' metadata at connect, not every topic's (see the consumer's run()).

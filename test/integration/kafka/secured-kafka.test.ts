@@ -110,8 +110,15 @@ describe('the Kafka security options', () => {
     expect(problems({ protocol: 'SSL', sasl: { mechanism: 'PLAIN', username: 'u', password: 'p' } })[0]).toContain('SASL settings need protocol');
     expect(problems({ protocol: 'SASL_SSL', sasl: { mechanism: 'SCRAM-SHA-256', username: 'u' } })).toEqual(['SCRAM-SHA-256 needs a username and a password']);
     expect(problems({ protocol: 'SASL_SSL', sasl: { mechanism: 'OAUTHBEARER' } })).toEqual(['OAUTHBEARER needs a token callback']);
-    expect(problems({ protocol: 'SSL', ssl: { cert: 'x' } })).toEqual(['a client certificate needs its key, and a key its certificate']);
-    expect(problems({ protocol: 'SSL', ssl: { ca: 'x', truststore: 'y' } }).length).toBe(1); // unknown keys are errors, not ignored
+    const pem = (label: string) => `-----BEGIN ${label}-----\nMIIB\n-----END ${label}-----\n`;
+    expect(problems({ protocol: 'SSL', ssl: { cert: pem('CERTIFICATE') } })).toEqual(['a client certificate needs its key, and a key its certificate']);
+    // Not PEM (a keystore, as Java clients take): refused at start, not a broker "unreachable" for ever.
+    const notPem = problems({ protocol: 'SSL', ssl: { ca: 'x', cert: pem('CERTIFICATE'), key: '\u00fe\u00ed\u00fe\u00ed keystore bytes' } });
+    expect(notPem).toHaveLength(2);
+    expect(notPem[0]).toMatch(/^ssl\.ca is not PEM text/);
+    expect(notPem[1]).toMatch(/^ssl\.key is not PEM text.*keytool -importkeystore, openssl pkcs12/);
+    expect(problems({ protocol: 'SSL', ssl: { ca: pem('CERTIFICATE'), cert: pem('CERTIFICATE'), key: pem('ENCRYPTED PRIVATE KEY'), keyPassword: 'k' } })).toEqual([]);
+    expect(problems({ protocol: 'SSL', ssl: { ca: pem('CERTIFICATE'), truststore: 'y' } }).length).toBe(1); // unknown keys are errors, not ignored
     expect(problems({ protocol: 'SSL' })).toEqual([]);
   });
 });
