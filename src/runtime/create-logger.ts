@@ -49,7 +49,14 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 }
 
 /** Fields that hold secrets wherever they appear in a log record's object (two levels deep). */
-const REDACTED_PATHS = ['password', '*.password', '*.*.password', 'keyPassword', '*.keyPassword', '*.*.keyPassword', 'authorization', '*.authorization', '*.*.authorization', 'clusterSecret', '*.clusterSecret'];
+/**
+ * Fields that hold secrets, wherever they sit in a logged object up to four levels down: as
+ * iqgate names them (`kafkaSecurity.sasl.password`, `kafkaSecurity.ssl.key`), as librdkafka's
+ * properties name them (`sasl.password`, `ssl.key.pem`), and HTTP's. A backstop: nothing logs
+ * such objects on purpose.
+ */
+const SECRET_FIELDS = ['password', 'keyPassword', 'authorization', 'clusterSecret', '["sasl.password"]', '["ssl.key.pem"]', '["ssl.key.password"]', '["sasl.oauthbearer.client.secret"]', 'ssl.key'];
+const REDACTED_PATHS = SECRET_FIELDS.flatMap((field) => [0, 1, 2, 3, 4].map((depth) => `${'*.'.repeat(depth)}${field}`.replace('.[', '[')));
 
 // Loaded only for pretty output (a CommonJS package, so synchronously through require): JSON
 // deployments do not pay its ~25 ms of module loading at every start.

@@ -44,6 +44,19 @@ describe('the log format', () => {
     }
   });
 
+  it('censors them deeper down, and under librdkafka\'s property names, and leaves a store\'s key alone', async () => {
+    const out = capture(false);
+    createLogger({ destination: out }).info({
+      options: { kafkaSecurity: { sasl: { password: 'secret-1' }, ssl: { key: 'secret-2', keyPassword: 'secret-3' } } },
+      config: { 'sasl.password': 'secret-4', 'ssl.key.pem': 'secret-5', 'ssl.key.password': 'secret-6' },
+      a: { b: { c: { d: { password: 'secret-7' } } } },
+      key: 'store-key-0',
+    }, 'connecting');
+    await waitFor(() => out.text().endsWith('\n'), 2000, 5);
+    expect(out.text()).not.toMatch(/secret-\d/);
+    expect(out.text()).toContain('store-key-0');
+  });
+
   it('writes a readable line, no JSON, when the destination is a terminal', async () => {
     const out = capture(true);
     createLogger({ destination: out }).child({ app: 'demo' }).warn({ taskId: '0_1' }, 'task suspended');
