@@ -34,9 +34,19 @@ async function sampleKey(provider: StateProvider, store: StoreDescriptor): Promi
   return undefined;
 }
 
-/** A GraphQL literal for a string or a number (JSON's string escapes are GraphQL's). */
+/**
+ * A GraphQL literal for a string or a number (JSON's string escapes are GraphQL's), with `<`
+ * written `\u003c`: the query travels into GraphiQL's page inside an inline <script> (yoga's
+ * renderer writes its options there as JSON, which leaves `<` as it is), and a key is anyone's
+ * data — a key holding `</script><script>…` ran its script on the gateway's origin when an
+ * operator opened GraphiQL (audit, 2026-12-06). GraphQL reads the escape back as the same key.
+ */
 function literal(value: string | number): string {
-  return typeof value === 'number' ? String(value) : JSON.stringify(value);
+  return typeof value === 'number' ? String(value) : scriptSafe(JSON.stringify(value));
+}
+
+function scriptSafe(text: string): string {
+  return text.replace(/</g, '\\u003c');
 }
 
 export async function graphiqlDefaultQuery(provider: StateProvider): Promise<string> {
@@ -52,7 +62,7 @@ export async function graphiqlDefaultQuery(provider: StateProvider): Promise<str
     key = undefined; // a partition closing under us: the ranges alone still make the example
   }
   const store = literal(first.name);
-  const names = stores.map((s) => `"${s.name}"`).join(', ');
+  const names = stores.map((s) => scriptSafe(`"${s.name}"`)).join(', ');
   const lines = [
     `# iqgate: the stores of this application: ${names}.`,
     '# The same reads side by side: committed (the store as of the last commit) and',

@@ -101,8 +101,11 @@ export class RequestGate {
 
   constructor(readonly options: GateOptions) {
     // A browser asks for a user and password on a Basic challenge: with API keys, the dashboard
-    // and GraphiQL open in a browser with the key as the password.
-    this.challenge = options.apiKeys === undefined ? 'Bearer realm="iqgate"' : 'Bearer realm="iqgate", Basic realm="iqgate", charset="UTF-8"';
+    // and GraphiQL open in a browser with the key as the password. Basic first: Chromium reads
+    // only the first challenge of the header, and with Bearer first it never asked (audit,
+    // 2026-12-06). One header, not one per challenge: yoga's responses are fetch Responses, whose
+    // headers hold one value per name.
+    this.challenge = options.apiKeys === undefined ? 'Bearer realm="iqgate"' : 'Basic realm="iqgate", charset="UTF-8", Bearer realm="iqgate"';
   }
 
   /** Whether listening beyond loopback must be refused (no authentication chosen). */

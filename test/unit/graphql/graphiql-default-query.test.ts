@@ -87,4 +87,17 @@ describe('the GraphiQL default query', () => {
     expect(response.headers.get('content-type')).toContain('text/html');
     expect(page).toContain('uncommitted: get(store: \\"balances\\", key: \\"branch-07\\", readCommitted: false)');
   });
+
+  it('never closes the page\'s script: a key holding </script> travels escaped, and the query still reads that key', async () => {
+    const f = await fixture([store('balances', serdes.string)]);
+    const hostile = '!</script><script>window.stolen=1</script><!--';
+    f.put('balances', hostile, { total: 1 });
+    const query = await graphiqlDefaultQuery(f.provider);
+    expect(query).not.toContain('<');
+    const data = await run(f, query);
+    expect(data.uncommitted.value).toEqual({ total: 1 });
+    const page = await (await f.gateway.fetch(URL_, { headers: { accept: 'text/html' } })).text();
+    expect(page.match(/<\/script>/gi)?.length, 'the page\'s one script is closed by its own tag only').toBe(1);
+    expect(page).not.toContain('window.stolen=1</script>');
+  });
 });
