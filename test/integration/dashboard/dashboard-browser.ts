@@ -54,11 +54,14 @@ export async function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true });
 }
 
-/** A page with the recorder installed; page errors fail the test through `errors`. */
+/** A page with the recorder installed; page errors, and anything the page's Content-Security-Policy blocked, fail the test through `errors`. */
 export async function openDashboard(browser: Browser, url: string): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) errors.push(message.text());
+  });
   await page.addInitScript(recorder);
   await page.goto(url);
   return { page, errors };

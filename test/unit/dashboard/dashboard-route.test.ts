@@ -33,6 +33,16 @@ describe('GET /dashboard', () => {
     }
   });
 
+  it('forbids inline and foreign scripts, framing by other sites and referrers (the browser tests run the page under this policy)', async () => {
+    for (const path of ['/dashboard', '/dashboard/app.js']) {
+      const headers = (await get(path)).headers;
+      expect(headers.get('content-security-policy'), path).toBe("default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+      expect(headers.get('x-frame-options'), path).toBe('DENY');
+      expect(headers.get('x-content-type-options'), path).toBe('nosniff');
+      expect(headers.get('referrer-policy'), path).toBe('no-referrer');
+    }
+  });
+
   it('serves every module and stylesheet the page loads, and every module those import', async () => {
     const html = await (await get('/dashboard')).text();
     const pending = [...html.matchAll(/(?:src|href)="(\/dashboard\/[^"]+)"/g)].map((m) => m[1]!);
