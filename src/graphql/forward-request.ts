@@ -16,6 +16,7 @@ import { Position, type PositionJSON } from '../store/position.js';
 import { signForward } from './gate/peer-signature.js';
 import { FORWARDED_HEADER } from './gate/request-gate.js';
 import type { PeerHealth } from './peer-health.js';
+import { lagField } from './lag-field.js';
 
 export { FORWARDED_HEADER };
 
@@ -226,11 +227,11 @@ export function remoteOutcome(
   fallback?: PartitionFailure,
 ): PartitionOutcome {
   const failure = remote?.failure == null ? fallback : toFailure(remote.failure);
-  const lag = remote?.lag;
+  const lag = lagField(remote?.lag);
   return {
     partition,
     ...(remote?.standby === true ? { standby: true } : {}),
-    ...(lag != null && Number.isSafeInteger(lag.offsets) && Number.isSafeInteger(lag.timeMs) ? { lag: { offsets: lag.offsets, timeMs: lag.timeMs } } : {}),
+    ...(lag === null ? {} : { lag }),
     ...(remote === undefined ? {} : { servedBy: peer }),
     ...(remote?.position == null ? {} : { position: Position.fromJSON(remote.position) }),
     ...(failure === undefined ? {} : { failure }),

@@ -11,6 +11,7 @@ import type { StoreDescriptor } from '../query/state-provider.js';
 import { postForwarded } from './forward-request.js';
 import { isForwarded, readableStore, type GatewayContext } from './gateway-context.js';
 import { encodeKey } from './key-codec.js';
+import { lagField } from './lag-field.js';
 
 export interface StandbyHost {
   readonly url: string | null;
@@ -41,7 +42,7 @@ export async function keyMetadata(context: GatewayContext, storeName: string, ke
   const local = provider.localPartition(store.name, partition);
   const activeHere = local?.active === true;
   const standbys: Array<StandbyHost | Promise<StandbyHost>> = [];
-  if (local !== undefined && !local.active) standbys.push({ url: self, here: true, lag: local.lag ?? null });
+  if (local !== undefined && !local.active) standbys.push({ url: self, here: true, lag: lagField(local.lag) });
   for (const url of provider.remoteStandbys?.(store.name, partition) ?? []) {
     standbys.push(isForwarded(context) ? { url, here: false, lag: null } : remoteLag(context, store, partition, url));
   }
@@ -58,9 +59,7 @@ async function remoteLag(context: GatewayContext, store: StoreDescriptor, partit
   try {
     const response = await postForwarded<RemoteLocalPartitions>(url, LAG_QUERY, { store: store.name }, peer.timeoutMs, context.request?.signal, peer.secret);
     const hosted = response.data?.store?.localPartitions.find((p) => p.partition === partition && !p.active);
-    const lag = hosted?.standbyLag;
-    const valid = lag != null && Number.isSafeInteger(lag.offsets) && Number.isSafeInteger(lag.timeMs);
-    return { url, here: false, lag: valid ? { offsets: lag.offsets, timeMs: lag.timeMs } : null };
+    return { url, here: false, lag: lagField(hosted?.standbyLag) };
   } catch {
     return { url, here: false, lag: null };
   }

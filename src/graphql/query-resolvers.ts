@@ -16,6 +16,7 @@ import { keyLoader, readableStore, spend, type GatewayContext, type KeyAnswer } 
 import { decodeForGraphQL, encodeKey } from './key-codec.js';
 import { keyMetadata } from './key-metadata.js';
 import { rangeScan, toPageRequest, toQueryOptions, type CommonArgs, type PageArgs } from './query-args.js';
+import { lagField } from './lag-field.js';
 
 type Args<T> = T & Record<string, unknown>;
 
@@ -42,7 +43,7 @@ function partitionResult(outcome: PartitionOutcome): Record<string, unknown> {
     failure: outcome.failure ?? null,
     executionInfo: outcome.executionInfo ?? null,
     standby: outcome.standby === true,
-    lag: outcome.lag ?? null,
+    lag: lagField(outcome.lag),
     servedBy: outcome.servedBy ?? null,
   };
 }
@@ -122,6 +123,7 @@ export const queryResolvers = {
       return context.provider.tasks().map((task) => ({
         ...task,
         id: task.taskId,
+        lag: lagField(task.lag),
         stores: task.stores.filter((s) => canRead(context.principal, s.storeName)).map((s) => ({ store: s.storeName, partition: s.partition })),
       }));
     },
@@ -177,7 +179,7 @@ export const queryResolvers = {
           taskId: local.taskId,
           state: local.taskState,
           active: local.active,
-          standbyLag: local.lag ?? null,
+          standbyLag: lagField(local.lag),
           committedPosition: () => local.store.committedPosition().copy(),
           uncommittedPosition: () => local.store.uncommittedPosition().copy(),
         });

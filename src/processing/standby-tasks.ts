@@ -31,7 +31,7 @@ import type { StoreRegistry } from './store-registry.js';
 import { taskIdFor } from './topic-names.js';
 
 export interface StandbyLag {
-  /** Changelog offsets behind the stable end read at the last poll (the largest over the task's stores). */
+  /** Changelog offsets behind the stable end read at the last poll (the largest over the task's stores); Infinity before a poll has read the ends. */
   readonly offsets: number;
   /** Milliseconds since the standby was last known to be caught up. */
   readonly timeMs: number;
@@ -97,7 +97,14 @@ class StandbyTask implements StandbyTaskView {
     return { offsets, timeMs: Math.max(0, now - (this.caughtUpAt ?? this.createdAt)) };
   }
 
+  /**
+   * Offsets behind the ends its last poll read; Infinity while no poll has read them yet (just
+   * opened, a poll skipped while an active task opens, or the ends unreadable): unknown, so
+   * behind any maxLag — it used to read 0 then, and a maxLag read was answered from a standby
+   * that had restored nothing (audit, 2026-12-06). GraphQL shows such a lag as null.
+   */
   offsetsBehind(): number {
+    if (this.ends.size === 0) return Number.POSITIVE_INFINITY;
     const applied = this.stores?.changelogOffsets() ?? {};
     let behind = 0;
     for (const [store, end] of this.ends) behind = Math.max(behind, end - (applied[store] ?? 0));

@@ -41,7 +41,7 @@ export interface PartitionFailure {
 
 /** How far a standby replica is behind (KIP-535's offset and time lag); an active has none. */
 export interface ReplicaLag {
-  /** Changelog offsets behind the changelog's committed end, as of the standby's last poll. */
+  /** Changelog offsets behind the changelog's committed end, as of the standby's last poll; Infinity while not known yet. */
   readonly offsets: number;
   /** Milliseconds since the standby was last known to be caught up. */
   readonly timeMs: number;

@@ -265,6 +265,22 @@ describe('standby replicas answer when the active owner cannot', () => {
     expect(beyond.data.getMany.partitions.map((p: any) => [p.standby, p.servedBy])).toEqual([[false, b.url], [false, b.url]]);
   });
 
+  it('does not let a standby whose lag is not known yet answer under any maxLag, and shows that lag as null', async () => {
+    // A standby just opened, before a poll has read its changelogs' ends: Infinity offsets behind (standby-tasks.ts).
+    for (const task of standbyTasks) a.provider.setLag(task.taskId, { offsets: Number.POSITIVE_INFINITY, timeMs: 0 });
+    const bounded: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys, maxLag: 1_000_000 });
+    remoteKeys.forEach((key) => expect(valuesOf(bounded).get(key)).toEqual({ n: KEYS.indexOf(key) }));
+    expect(bounded.data.getMany.partitions.map((p: any) => [p.standby, p.servedBy])).toEqual([[false, b.url], [false, b.url]]);
+    // The owner down: the fallback still reads it (as any standby when the owner cannot answer), its lag null.
+    const down = await downUrl();
+    for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, down);
+    const fallback: any = await gql(fetch as Fetch, a.url, GET_MANY, { keys: remoteKeys });
+    expect(fallback.errors).toBeUndefined();
+    expect(fallback.data.getMany.partitions.map((p: any) => [p.standby, p.lag])).toEqual([[true, null], [true, null]]);
+    const metadata: any = await gql(fetch as Fetch, a.url, `{ keyMetadata(store: "words", key: "${remoteKeys[0]}") { standbys { url lag { offsets } } } }`);
+    expect(metadata.data.keyMetadata.standbys).toEqual([{ url: a.url, lag: null }]);
+  });
+
   it('with requireActive, keeps the owner\'s failure rather than asking a standby', async () => {
     const down = await downUrl();
     for (const p of [2, 3]) a.provider.setRemoteOwner(STORE.name, p, down);

@@ -146,6 +146,9 @@ describe('standby tasks', () => {
     const id = `${sub}_0`;
     activeHere.add(`${sub}_1`); // runs here as active: no standby of it
     await round(); // opens
+    // Open, but no poll has read its changelogs' ends yet: how far behind it is is not known.
+    expect(standbys.get(id)!.lag().offsets).toBe(Number.POSITIVE_INFINITY);
+    expect(registry.get('counts', 0)!.lag()!.offsets).toBe(Number.POSITIVE_INFINITY);
     await round(); // catches up
     expect(standbys.all().map((t) => t.id)).toEqual([id]);
     const standby = standbys.get(id)!;
