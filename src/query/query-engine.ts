@@ -241,7 +241,8 @@ export class QueryEngine {
     }
     let snapshot = pin?.id;
     let pinnedNow = false;
-    if (pin === undefined && request.pin === true && this.pins.enabled) {
+    // A page of none (first: 0) has no cursor to name a snapshot: nothing to keep for it.
+    if (pin === undefined && request.pin === true && this.pins.enabled && request.size > 0) {
       snapshot = this.pinViews(store, options, request, liveViews, failures);
       pinnedNow = snapshot !== undefined;
     } else {

@@ -191,6 +191,17 @@ describe('pinned listings', () => {
     expect(second.data.range.edges.map((e: any) => e.node.key)).toEqual(model.sorted(true).slice(10, 20).map(([k]) => k));
   });
 
+  it('keeps no snapshot for a page of none (first: 0): it has no cursor to name one', async () => {
+    f = await open({});
+    const model = new Model(f);
+    for (let i = 0; i < 5; i++) model.put(`k-${pad(i)}`, { v: i });
+    await model.commit();
+    const none = await page(true, null, 0);
+    expect(none.errors).toBeUndefined();
+    expect(none.data.range.edges).toEqual([]);
+    expect(await gaugeValue()).toBe(0);
+  });
+
   it('fails a listing whose partition closed with STALE_CURSOR, and a malformed or tampered cursor with INVALID_CURSOR', async () => {
     f = await open();
     const model = new Model(f);
