@@ -131,11 +131,23 @@ export const envSchema = z.object({
 });
 
 
+/** Secrets come from files (a value shows in `ps` and in dumps of the environment): these, set as values, are refused with the name to use. */
+const SECRET_VALUES = ['KAFKA_SASL_PASSWORD', 'KAFKA_SSL_KEY_PASSWORD', 'IQGATE_CLUSTER_SECRET', 'IQGATE_API_KEYS'] as const;
+
+/** A value as an error may show it: a URL's user and password left out. */
+function shown(value: string | undefined): string {
+  return JSON.stringify(value?.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1…@'));
+}
+
 function readEnv(): z.output<typeof envSchema> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== ''));
+  const asValue = SECRET_VALUES.filter((name) => env[name] !== undefined);
+  if (asValue.length > 0) {
+    throw new IqgateError('INVALID_CONFIG', `invalid environment: ${asValue.map((name) => `${name} is read from a file: put it in one and set ${name}_FILE to its path`).join('; ')}`, { details: { exitCode: 2 } });
+  }
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message} (got ${JSON.stringify(env[String(issue.path[0])])})`).join('; ');
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message} (got ${shown(env[String(issue.path[0])])})`).join('; ');
     // exitCode: bad input exits 2, as a usage error does (src/cli.ts).
     throw new IqgateError('INVALID_CONFIG', `invalid environment: ${problems}`, { details: { exitCode: 2 } });
   }
