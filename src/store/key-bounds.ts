@@ -23,6 +23,8 @@ export interface RangeQuery {
   readonly reverse: boolean;
   /** Infinity when there is no limit. */
   readonly limit: number;
+  /** RangeOptions.expected: the size of the committed store's first read. */
+  readonly expected?: number;
 }
 
 function checkOrderAndLimit(order: Order | undefined, limit: number | undefined): { reverse: boolean; limit: number } {
@@ -53,7 +55,9 @@ export function rangeQuery(options: RangeOptions = {}): RangeQuery {
   const bounds: { gte?: string; lte?: string } = {};
   if (options.from !== undefined) bounds.gte = toInternalKey(options.from);
   if (options.to !== undefined) bounds.lte = toInternalKey(options.to);
-  return { bounds, reverse, limit };
+  const expected = options.expected;
+  if (expected !== undefined && (!Number.isSafeInteger(expected) || expected < 1)) throw new TypeError(`expected must be a positive integer, got ${String(expected)}`);
+  return { bounds, reverse, limit, ...(expected === undefined ? {} : { expected }) };
 }
 
 /** Every key starting with `prefix`: [prefix, prefix with its last non-0xff byte incremented). */

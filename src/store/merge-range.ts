@@ -133,12 +133,12 @@ export function mergeRange(
     if (heads.every((head) => head === undefined)) {
       // Nothing in memory within the bounds: the committed chunks are the output, and the
       // committed cursor applies the limit.
-      const opened = (cursor = openCursor(query));
+      const opened = (cursor = openCursor(query, query.expected));
       source = () => opened.next();
     } else {
       // Tombstones may mask committed entries, so the committed cursor runs unlimited; it is
       // read lazily, and its first chunk is sized for the limit.
-      const opened = (cursor = query.limit === Infinity ? openCursor(query) : openCursor({ ...query, limit: Infinity }, query.limit + 16));
+      const opened = (cursor = query.limit === Infinity ? openCursor(query, query.expected) : openCursor({ ...query, limit: Infinity }, Math.min(query.expected ?? query.limit, query.limit) + 16));
       source = mergedChunks(iterators, heads, opened, query);
     }
     return source();

@@ -55,6 +55,12 @@ export interface RangeOptions {
   readonly order?: Order;
   /** At most this many entries; absent = no limit. */
   readonly limit?: number;
+  /**
+   * About how many entries the caller expects to take (a page merged over many partitions
+   * takes about its size divided among them): the committed store's first read is that many,
+   * and later reads grow. Absent: the first read is sized for `limit`.
+   */
+  readonly expected?: number;
 }
 
 export interface PrefixOptions {
