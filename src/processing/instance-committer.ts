@@ -231,6 +231,9 @@ export class InstanceCommitter {
     };
     let sent = started;
     let offsetsAdded = started;
+    // The task being cut: a cut that throws (its replay under the `fail` policy, say) leaves it
+    // out of `cuts`, and it must roll back with the others all the same.
+    let cutting: StreamTask | null = null;
     try {
       // Task by task, in slices of at most SLICE_MS: each cut is one instant of its own task
       // (its state, output and position together), so tasks need not be cut in the same
@@ -239,7 +242,9 @@ export class InstanceCommitter {
       const offsets: TopicPartitionOffset[] = [];
       let sliceEnd = this.sliceEnd();
       for (const task of dirty) {
+        cutting = task;
         const cut = task.cut();
+        cutting = null;
         if (cut === null) continue;
         cuts.push(cut);
         current.cut.add(task);
@@ -264,6 +269,7 @@ export class InstanceCommitter {
       current.offsetsDone();
       for (const cut of cuts) cut.store.abandon();
       const tasks = cuts.map((cut) => cut.task);
+      if (cutting !== null && !tasks.includes(cutting)) tasks.push(cutting);
       // A transaction the broker confirms aborted (typically offsets refused during a rebalance:
       // a stale generation) has a known outcome: the tasks rewind in memory and go on. Otherwise
       // (fenced, broker away, timed out) the outcome is unknown: they are rolled back and

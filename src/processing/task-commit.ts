@@ -14,6 +14,7 @@
  *
  * StreamTask checks its lifecycle (RUNNING, attached, not revoked) before it calls in here.
  */
+import { IqgateError } from '../errors.js';
 import type { CommitGroup } from '../store/commit-group.js';
 import type { CapturedCommit, TaskStores } from '../store/types.js';
 import type { InputRecord, OutputRecord, TaskProducer, TopicPartitionOffset } from './ports.js';
@@ -162,6 +163,7 @@ export class TaskCommit {
       const records = this.processor.records;
       const offsets = this.inputOffsets();
       captured = stores.capture();
+      this.refuseTorn();
       const output = this.output.seal(producer);
       this.processor.closeTransaction();
       this.beforeCut = false;
@@ -216,14 +218,31 @@ export class TaskCommit {
       this.processor.abortAndReplay();
       this.processor.flushAll();
     }
+    const store = stores.capture();
+    try {
+      this.refuseTorn();
+    } catch (error) {
+      store.abandon();
+      throw error;
+    }
     const cut: CutContent = {
       records: this.processor.records,
       output: this.output.take(),
       offsets: this.inputOffsets(),
-      store: stores.capture(),
+      store,
     };
     this.cutInputs = this.processor.closeTransaction();
     return cut;
+  }
+
+  /**
+   * A flush tore the task's transaction (a change failed downstream while another task's write
+   * flushed it, and the rollback could not run here: records already in Kafka), or the capture's
+   * own flush did: nothing of it may commit. The caller rolls the task back.
+   */
+  private refuseTorn(): void {
+    const torn = this.processor.tornFlush;
+    if (torn !== undefined) throw new IqgateError('PROCESSING_FAILED', `task ${this.config.id}: a change flushed from the record cache failed downstream; the transaction is rolled back`, { cause: torn });
   }
 
   /** The input position to commit: the next offset of each source topic on this task's partition. */

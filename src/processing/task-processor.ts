@@ -57,6 +57,13 @@ export class TaskProcessor {
   private pendingRollback: { record: InputRecord; failed: InputRecord; error: unknown } | null = null;
   /** Processors asked to abort the open transaction (ProcessorContext.abortTransaction): settled at the commit point. */
   private abortRequests: Array<{ readonly source: RecordSource; readonly reason: string }> = [];
+  /**
+   * A change of this task's failed downstream while another task's write (or a read) had the
+   * shared record cache flush it: the flush stopped part way, so the stores hold writes whose
+   * changelog records and downstream output never came. Settled at this task's next record or
+   * commit point (settleTorn); nothing of the task commits before.
+   */
+  private torn: FlushFailure | null = null;
 
   constructor(
     private readonly config: TaskProcessorConfig,
@@ -106,6 +113,13 @@ export class TaskProcessor {
 
   /** Processes one fetched record; returns how many input records it held (a pack's entries; 0 while its rollback waits). */
   runRecord(record: InputRecord): number {
+    return asWorking(this, () => {
+      if (this.torn !== null) this.settleTorn();
+      return this.runOwnRecord(record);
+    });
+  }
+
+  private runOwnRecord(record: InputRecord): number {
     // A processor error rolls the transaction back and replays it with the failed record (or
     // pack entry) skipped; a pack is then processed again, so a later entry may fail in turn.
     let records: number;
@@ -115,7 +129,7 @@ export class TaskProcessor {
         break;
       } catch (thrown) {
         if (thrown instanceof FatalTaskError) throw thrown;
-        const { failed, error } = thrown instanceof EntryFailure ? thrown : { failed: record, error: thrown };
+        const { failed, error } = thrown instanceof EntryFailure ? thrown : thrown instanceof FlushFailure ? { failed: this.culprit(thrown.source, record), error: thrown.error } : { failed: record, error: thrown };
         if (this.output.sentInTxn && this.config.processingErrors !== 'fail') {
           // Records of this transaction are already in Kafka: abort it first (async, rollbackAndReplay).
           this.pendingRollback = { record, failed, error };
@@ -134,6 +148,42 @@ export class TaskProcessor {
     this.nextOffsets.set(record.topic, record.offset + 1);
     this.isDirty = true;
     return records;
+  }
+
+  /**
+   * The input record whose write a flushed change carried (the change failed downstream): the
+   * current one, or one processed earlier in the open transaction; else the current one (a
+   * pack's entry is not told apart from its pack here).
+   */
+  private culprit(source: RecordSource, current: InputRecord): InputRecord {
+    const key = recordKey(source);
+    if (recordKey(current) === key) return current;
+    return this.inputs.records.find((r) => recordKey(r) === key) ?? current;
+  }
+
+  /**
+   * A torn flush (see `torn`) before `next` or the commit point: the transaction is rolled back
+   * and replayed without the record whose change failed, as a processor error of that record
+   * would be (its policy: skip, dead letter, or fail). Records of the transaction already in
+   * Kafka (sent ahead) need the Kafka abort first: left to the commit, which then fails.
+   */
+  private settleTorn(): void {
+    const torn = this.torn;
+    if (torn === null || this.output.sentInTxn) return;
+    this.torn = null;
+    const failed = this.inputs.records.find((r) => recordKey(r) === recordKey(torn.source));
+    if (failed !== undefined) this.rollBackWithout(failed, torn.error);
+    else this.dropAndReplay(); // its record is not in the transaction (a pack's entry, say): replayed whole
+  }
+
+  /** Rolls the open transaction back and processes its records again, skipping none. */
+  private dropAndReplay(): void {
+    for (const r of this.dropKeepingSkips([])) this.runOwnRecord(r);
+  }
+
+  /** True when a torn flush still waits to be settled: the task must not commit (see `torn`). */
+  get tornFlush(): unknown {
+    return this.torn?.error;
   }
 
   /** Runs a fetched record through its source nodes; returns how many input records it held (a pack's entries). */
@@ -217,7 +267,7 @@ export class TaskProcessor {
   private rollBackWithout(failed: InputRecord, error: unknown): void {
     const deadLetter = applyErrorPolicy(this.config, 'PROCESSING_FAILED', failed, error);
     const replay = this.dropKeepingSkips([[recordKey(failed), deadLetter]]);
-    for (const r of replay) this.runRecord(r);
+    for (const r of replay) this.runOwnRecord(r);
   }
 
   /**
@@ -281,12 +331,43 @@ export class TaskProcessor {
     for (const change of changes) {
       const topic = this.config.changelogTopics.get(change.storeName);
       if (topic !== undefined) this.output.push(toChangelogRecord(topic, this.config.partition, change));
-      this.nodes.forwardChange(change);
+      try {
+        this.nodes.forwardChange(change);
+      } catch (error) {
+        if (error instanceof FatalTaskError) throw error;
+        const failure = new FlushFailure(change.source, error);
+        // Flushed by this task's own work: its record's catch (or the commit point) rolls back.
+        if (working === this) throw failure;
+        // By another task's write or a read (the record cache is shared): not theirs to handle.
+        this.torn ??= failure;
+        return;
+      }
     }
   }
 
-  /** Flushes until downstream writes caused by forwarded changes are flushed too. */
+  /**
+   * Flushes until downstream writes caused by forwarded changes are flushed too. A change that
+   * fails downstream rolls the transaction back without the record that wrote it (its policy),
+   * and the flush starts again; so does a torn flush waiting (see `torn`).
+   */
   flushAll(): void {
+    asWorking(this, () => {
+      for (;;) {
+        if (this.torn !== null) this.settleTorn();
+        try {
+          this.flushRounds();
+          return;
+        } catch (thrown) {
+          if (!(thrown instanceof FlushFailure) || this.output.sentInTxn) throw thrown instanceof FlushFailure ? thrown.error : thrown;
+          const failed = this.inputs.records.find((r) => recordKey(r) === recordKey(thrown.source));
+          if (failed === undefined) throw thrown.error;
+          this.rollBackWithout(failed, thrown.error);
+        }
+      }
+    });
+  }
+
+  private flushRounds(): void {
     const stores = this.attached.stores();
     if (stores === null) return;
     for (let round = 0; round < 16; round += 1) {
@@ -322,11 +403,30 @@ export class TaskProcessor {
   /** dropUncommitted() but for the transaction's inputs, which the caller settles. */
   private dropAllButInputs(): void {
     this.pendingRollback = null;
+    this.torn = null; // the writes it tore are dropped with the rest
     this.attached.stores()?.abort();
     this.abortRequests = [];
     this.output.reset();
     this.isDirty = false;
   }
+}
+
+/** The task whose record or flush runs now (nested: a rollback's replay): a flush of another's cache is not its own. */
+let working: TaskProcessor | undefined;
+
+function asWorking<T>(processor: TaskProcessor, run: () => T): T {
+  const outer = working;
+  working = processor;
+  try {
+    return run();
+  } finally {
+    working = outer;
+  }
+}
+
+/** A change flushed from the record cache failed downstream: the input record whose write it carried, and why. */
+class FlushFailure {
+  constructor(readonly source: RecordSource, readonly error: unknown) {}
 }
 
 /** A processor failed on one entry of a pack: which one, and why. */

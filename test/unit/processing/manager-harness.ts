@@ -36,6 +36,8 @@ export interface HarnessOptions {
   readonly database?: InMemoryDatabase;
   readonly onCommitStep?: (step: CommitStep, taskId: string, harness: Harness) => void;
   readonly uncommittedMaxBytes?: number;
+  /** The record cache shared by the tasks (default 0: every write flushes at once). */
+  readonly cacheMaxBytes?: number;
   /** Exactly-once v2: one transactional producer for the instance (FakeStreamProducer). */
   readonly eosV2?: boolean;
   /** Default: silentLogger. */
@@ -51,7 +53,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
   const failures: FakeFailures = { send: false, commit: false };
   const ports = fakePorts(broker, 'app', failures, o.eosV2 === true);
   const engine = createInMemoryStoreEngine({
-    database: o.database ?? createInMemoryDatabase(), cacheMaxBytes: 0,
+    database: o.database ?? createInMemoryDatabase(), cacheMaxBytes: o.cacheMaxBytes ?? 0,
     ...(o.uncommittedMaxBytes !== undefined ? { uncommittedMaxBytes: o.uncommittedMaxBytes } : {}),
   });
   const steps: string[] = [];
