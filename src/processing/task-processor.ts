@@ -113,10 +113,15 @@ export class TaskProcessor {
 
   /** Processes one fetched record; returns how many input records it held (a pack's entries; 0 while its rollback waits). */
   runRecord(record: InputRecord): number {
-    return asWorking(this, () => {
+    const outer = working;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- whose work runs now (asWorking's closure would cost every record)
+    working = this;
+    try {
       if (this.torn !== null) this.settleTorn();
       return this.runOwnRecord(record);
-    });
+    } finally {
+      working = outer;
+    }
   }
 
   private runOwnRecord(record: InputRecord): number {
