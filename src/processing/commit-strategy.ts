@@ -12,6 +12,7 @@
 import { InstanceCommitter } from './instance-committer.js';
 import type { KafkaPorts, StreamProducerPort, TaskProducer } from './ports.js';
 import type { StreamTask, TaskLogger } from './stream-task.js';
+import { FatalTaskError } from './task-error-policy.js';
 import type { ProcessingPacer } from './processing-loop.js';
 import type { TaskManagerEvents } from './task-manager-contract.js';
 import type { TaskRecovery } from './task-recovery.js';
@@ -233,6 +234,11 @@ export class InstanceCommits implements CommitStrategy {
    * unreadable, the tasks take the slow path (recoverAll).
    */
   private async rewindAfterAbort(tasks: readonly StreamTask[], error: unknown): Promise<void> {
+    // A cut's replay met a record whose policy is `fail`: rewinding would meet it again.
+    if (error instanceof FatalTaskError) {
+      await this.recoverAll(tasks, error);
+      return;
+    }
     // At once, in memory: the tasks go on from their last commit with the records they had
     // processed since, while the changelog ends are read below. Not a revoked task (never cut
     // again: it has nothing more to commit, its work was dropped at the revocation) nor one

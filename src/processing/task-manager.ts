@@ -90,6 +90,7 @@ export class TaskManager implements ConsumerHandlers {
       reopen: (task) => {
         if (!task.revoked && !this.stopping && this.tasks.get(task.id) === task) this.ops.requestOpen(task);
       },
+      fatal: (error) => this.fail(error),
     });
     const streamProducer = options.processingGuarantee === 'exactly_once' ? deps.ports.streamProducer : undefined;
     const host: CommitHost = {

@@ -10,6 +10,7 @@ import { discardProducer } from './discard-producer.js';
 import type { KafkaPorts } from './ports.js';
 import type { ProcessingOptions } from './processing-options.js';
 import type { StreamTask, TaskLogger } from './stream-task.js';
+import { FatalTaskError } from './task-error-policy.js';
 
 export interface TaskRecoveryDeps {
   readonly options: ProcessingOptions;
@@ -19,6 +20,8 @@ export interface TaskRecoveryDeps {
   readonly openedUnderCurrentAssignment: (task: StreamTask) => boolean;
   /** Called when a task's back-off has passed: re-open it if it is still ours. */
   readonly reopen: (task: StreamTask) => void;
+  /** A commit failed because a record's processing failed under the `fail` policy: the manager fails, as processing does. */
+  readonly fatal: (error: FatalTaskError) => void;
 }
 
 export class TaskRecovery {
@@ -51,6 +54,12 @@ export class TaskRecovery {
    * so that a thawed zombie does not fence the new owner in turn.
    */
   async recover(task: StreamTask, error: unknown, options: { readonly logged?: boolean } = {}): Promise<void> {
+    // A replay at the commit point (a rollback, a flushed change failing downstream) met a record
+    // whose policy is `fail`: re-opening would meet it again, for ever.
+    if (error instanceof FatalTaskError) {
+      this.deps.fatal(error);
+      return;
+    }
     const fenced = isIqgateError(error, 'PRODUCER_FENCED');
     const attempts = (this.failures.get(task.id) ?? 0) + 1;
     this.failures.set(task.id, attempts);

@@ -48,6 +48,21 @@ describe('a flushed change that fails downstream', () => {
     expect(h.fatal).toEqual([]);
   });
 
+  for (const eosV2 of [true, false]) {
+    it(`under the \`fail\` policy, fails the task manager instead of re-opening the task for ever (${eosV2 ? 'v2 cut' : 'per-task commit'})`, async () => {
+      const h = await harnesses.start({ topology: topology(), partitions: 1, broker: brokerWithTopics(['in', 'out']), eosV2, cacheMaxBytes: 1_000_000, options: { processingErrors: 'fail' } });
+      h.ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+      await h.manager.control.idle();
+      for (const key of ['good', 'bad']) send(h.broker, 'in', 0, key, 'v');
+      await h.pump();
+      await h.commitAll();
+      const deadline = Date.now() + 5_000;
+      while (h.fatal.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(h.fatal.map((e) => (e as { code?: string }).code)).toEqual(['PROCESSING_FAILED']);
+      expect(changelogCounts(h, 0)).toEqual(new Map());
+    });
+  }
+
   it('flushed by another task\'s write (the cache is shared): the other task loses nothing, and the owner replays without its record', async () => {
     const h = await harnesses.start({ topology: topology(), partitions: 2, broker: brokerWithTopics(['in', 'out'], 2), eosV2: true, cacheMaxBytes: 400, options: { processingErrors: 'skip' } });
     h.ports.consumer.assign([{ topic: 'in', partition: 0 }, { topic: 'in', partition: 1 }]);
