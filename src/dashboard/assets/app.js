@@ -65,7 +65,8 @@ function standbyFact(tasks) {
   const standbys = tasks.filter((t) => !t.active);
   if (standbys.length === 0) return 'none';
   const lags = standbys.map((t) => t.lag).filter((lag) => lag != null);
-  if (lags.length === 0) return String(standbys.length);
+  // A standby whose lag is null has not read its changelogs' ends yet: behind by an unknown amount.
+  if (lags.length < standbys.length) return `${standbys.length} (most behind: not known yet)`;
   const worst = lags.reduce((a, b) => (b.offsets > a.offsets || (b.offsets === a.offsets && b.timeMs > a.timeMs) ? b : a));
   return `${standbys.length} (most behind: ${lagText(worst)})`;
 }
@@ -125,7 +126,7 @@ function renderPartitions(list) {
         cell(positionText(p.committedPosition), { class: 'position', 'data-column': 'committed' }),
         cell(positionText(p.uncommittedPosition), { class: 'position', 'data-column': 'uncommitted' }),
         cell(p.lag == null ? '—' : String(p.lag), { 'data-column': 'lag' }),
-        cell(p.active ? '' : lagText(p.standbyLag) || '—', { 'data-column': 'standby-lag', title: p.active ? '' : LAG_TITLE }),
+        cell(p.active ? '' : lagText(p.standbyLag) || 'not known yet', { 'data-column': 'standby-lag', title: p.active ? '' : LAG_TITLE }),
         cell(ago(p.lastCommitAt)),
       );
       rows.push(tr);

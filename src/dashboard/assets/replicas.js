@@ -50,7 +50,7 @@ export function answeredBy(outcome, selfUrl) {
   const by = hostText(outcome.servedBy, selfUrl);
   if (outcome.standby) {
     const lag = lagText(outcome.lag);
-    return { kind: 'standby', text: `standby ${by}${lag === '' ? '' : ` · ${lag} behind`}`, title: `a standby replica answered (${outcome.servedBy ?? 'this instance'}); ${LAG_TITLE}` };
+    return { kind: 'standby', text: `standby ${by} · ${lag === '' ? 'lag not known yet' : `${lag} behind`}`, title: `a standby replica answered (${outcome.servedBy ?? 'this instance'}); ${LAG_TITLE}` };
   }
   return { kind: 'active', text: `active ${by}`, title: `the active task answered (${outcome.servedBy ?? 'this instance'})` };
 }

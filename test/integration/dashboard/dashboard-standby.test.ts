@@ -103,6 +103,13 @@ describe('the dashboard with a standby replica', () => {
       () => document.querySelector('#partitions tr[data-partition="2"] td[data-column="standby-lag"]')?.textContent === '0 offsets · 1.5 s',
       undefined, { timeout: 30_000 },
     );
+    // Just opened, no poll has read its changelogs' ends: its lag is not known (null in GraphQL).
+    provider.setLag('0_2', { offsets: Number.POSITIVE_INFINITY, timeMs: 0 });
+    await page.waitForFunction(
+      () => document.querySelector('#partitions tr[data-partition="2"] td[data-column="standby-lag"]')?.textContent === 'not known yet',
+      undefined, { timeout: 30_000 },
+    );
+    expect(await page.locator('dd[data-fact="standby tasks"]').textContent()).toBe('1 (most behind: not known yet)');
     provider.setLag('0_2', LAG);
     expect(errors).toEqual([]);
     await page.close();
