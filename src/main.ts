@@ -277,6 +277,7 @@ async function startDemo(env: z.output<typeof envSchema>, common: CommonOptions,
   if (env.IQGATE_DEMO_LINES_PER_SECOND > 0) {
     const feed: DemoFeed = await startDemoFeed({
       brokers: brokerList,
+      ...security,
       topic: inputTopic,
       linesPerSecond: env.IQGATE_DEMO_LINES_PER_SECOND,
       onError: (error) => console.error('demo feed stopped:', error),

@@ -7,10 +7,13 @@
 // Before kafkajs: read_committed must not see aborted records (see the module's comment).
 import '../../src/kafka/kafkajs-patches.js';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { kafkajsSecurity, type KafkaSecurity } from '../../src/kafka/kafka-security.js';
 import { makeTransfer, openingEvents, resolveBankShape, type BankShape } from './transfer-generator.js';
 
 export interface BankFeedOptions {
   readonly brokers: readonly string[];
+  /** TLS and SASL to the brokers, as the runtime's kafkaSecurity (default plaintext). */
+  readonly security?: KafkaSecurity;
   readonly topic: string;
   /** Branches, accounts, opening balance and the fraction of transfers marked to abort. */
   readonly shape?: Partial<BankShape>;
@@ -48,7 +51,7 @@ export async function startBankFeed(options: BankFeedOptions): Promise<BankFeed>
   if (!(rate >= 0 && rate <= 100_000)) throw new RangeError(`transfersPerSecond must be in [0, 100000], not ${rate}`);
   const seed = options.seed ?? Date.now() % 100_000;
   // Quiet: kafkajs logs retriable start-up errors (coordinator loading) at ERROR; real failures reach onError.
-  const kafka = new Kafka({ clientId: 'iqgate-bank-feed', brokers: [...options.brokers], logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({ clientId: 'iqgate-bank-feed', brokers: [...options.brokers], logLevel: logLevel.NOTHING, ...(kafkajsSecurity(options.security) as object) });
   const producer: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   try {

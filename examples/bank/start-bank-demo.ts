@@ -5,6 +5,7 @@
  */
 import { KafkaAdmin } from '../../src/kafka/kafka-admin.js';
 import { createKafka } from '../../src/kafka/kafka-client.js';
+import { kafkaSecuritySchema } from '../../src/kafka/kafka-security.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { startBankFeed, type BankFeed, type BankFeedOptions } from './bank-feed.js';
 import { runBank, type BankConfig } from './run-bank.js';
@@ -29,14 +30,15 @@ export interface BankDemo {
 export async function startBankDemo(options: BankDemoOptions): Promise<BankDemo> {
   const { transfersTopic = 'bank-transfers', partitions = 4, feed: feedOptions = {}, ...config } = options;
   const brokers = typeof config.brokers === 'string' ? config.brokers.split(',').map((b) => b.trim()) : [...config.brokers];
-  const admin = new KafkaAdmin(createKafka({ brokers, clientId: `${config.applicationId ?? 'bank'}-setup` }));
+  const security = config.kafkaSecurity === undefined ? undefined : kafkaSecuritySchema.parse(config.kafkaSecurity);
+  const admin = new KafkaAdmin(createKafka({ brokers, clientId: `${config.applicationId ?? 'bank'}-setup`, ...(security === undefined ? {} : { security }) }));
   try {
     // Created with `partitions` when missing; an existing topic is used with the partitions it has.
     await admin.ensureExternalTopics([{ topic: transfersTopic, partitions, compacted: false }]);
   } finally {
     await admin.close();
   }
-  const feed = feedOptions === false ? null : await startBankFeed({ ...feedOptions, brokers, topic: transfersTopic });
+  const feed = feedOptions === false ? null : await startBankFeed({ ...feedOptions, brokers, topic: transfersTopic, ...(security === undefined ? {} : { security }) });
   let runtime: Runtime;
   try {
     runtime = await runBank({ ...config, transfersTopic });

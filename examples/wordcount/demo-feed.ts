@@ -5,10 +5,13 @@
  */
 import '../../src/kafka/kafkajs-patches.js';
 import { Kafka, logLevel } from 'kafkajs';
+import { kafkajsSecurity, type KafkaSecurity } from '../../src/kafka/kafka-security.js';
 import { makeLine } from './line-generator.js';
 
 export interface DemoFeedOptions {
   readonly brokers: readonly string[];
+  /** TLS and SASL to the brokers, as the runtime's kafkaSecurity (default plaintext). */
+  readonly security?: KafkaSecurity;
   readonly topic: string;
   readonly linesPerSecond: number;
   readonly seed?: number;
@@ -24,7 +27,7 @@ export interface DemoFeed {
 
 export async function startDemoFeed(options: DemoFeedOptions): Promise<DemoFeed> {
   // Quiet: kafkajs logs retriable start-up errors (coordinator loading) at ERROR; real failures reach onError.
-  const kafka = new Kafka({ clientId: 'iqgate-demo-feed', brokers: [...options.brokers], logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({ clientId: 'iqgate-demo-feed', brokers: [...options.brokers], logLevel: logLevel.NOTHING, ...(kafkajsSecurity(options.security) as object) });
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const seed = options.seed ?? Date.now() % 100_000;

@@ -16,7 +16,8 @@ import { balancesAt, sendAccounts } from '../../fixtures/apps/accounts-data.js';
 import { createTopicsRetrying, kafkajs, securedBroker, testKafka } from '../../support/kafka.js';
 import { startMain, type MainProcess } from '../main/main-process.js';
 import { brokers } from '../processing/brokers.js';
-import { capturingLogger, convergedCounts, expectedCounts, outputProblems, readOutput, uniqueName, wordcountSuite } from '../processing/wordcount-harness.js';
+import { capturingLogger, convergedCounts, expectedCounts, outputProblems, readOutput, uniqueName, until, wordcountSuite } from '../processing/wordcount-harness.js';
+import { postGraphQL } from '../../support/graphql.js';
 
 const LINES = 600;
 const SEED = 11;
@@ -158,6 +159,44 @@ describe.skipIf(secured === undefined)('iqgate start on a SASL_SSL broker', () =
       expect(await balancesAt(url!)).toEqual({ alice: { value: { balance: 12 } }, bob: { value: { balance: 5 } } });
       expect(await main.process.stop(), main.process.output()).toBe(0);
       expect(main.process.output()).toContain('SASL_SSL');
+      expect(main.process.output()).not.toContain(secured!.users.admin);
+    } finally {
+      main.process?.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('runs the default bank demo there too: its setup admin and its transfer feed reach the broker with the same settings', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'iqgate-sec-demo-'));
+    const main: { process?: MainProcess } = {};
+    try {
+      const passwordFile = join(dir, 'password');
+      writeFileSync(passwordFile, `${secured!.users.admin}\n`);
+      const caFile = join(dir, 'ca.pem');
+      writeFileSync(caFile, secured!.caPem);
+      const app = uniqueName('sec-bank');
+      main.process = startMain({
+        KAFKA_BROKERS: secured!.brokers,
+        KAFKA_SECURITY_PROTOCOL: 'sasl_ssl',
+        KAFKA_SASL_MECHANISM: 'SCRAM-SHA-256',
+        KAFKA_SASL_USERNAME: 'admin',
+        KAFKA_SASL_PASSWORD_FILE: passwordFile,
+        KAFKA_SSL_CA_FILE: caFile,
+        IQGATE_APP_ID: app,
+        IQGATE_INPUT_TOPIC: `${app}-transfers`,
+        IQGATE_BANK_TRANSFERS_PER_SECOND: '50',
+        IQGATE_STATE_DIR: join(dir, 'state'),
+      });
+      const url = await main.process.graphqlUrl();
+      expect(url, main.process.output()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/graphql$/);
+      // The feed's transfers arrive: the branches' balances show (read uncommitted, so a commit need not be waited for).
+      await until('the bank demo\'s balances', async () => {
+        const result = await postGraphQL<{ range: { edges: unknown[] } }>(url!, '{ range(store: "balances", first: 5, readCommitted: false) { edges { cursor } } }');
+        return result.range.edges.length > 0;
+      }, 60_000, 250).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${main.process!.output()}`);
+      });
+      expect(await main.process.stop(), main.process.output()).toBe(0);
       expect(main.process.output()).not.toContain(secured!.users.admin);
     } finally {
       main.process?.kill();
