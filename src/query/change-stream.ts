@@ -93,6 +93,13 @@ interface Pending {
   value: Bytes | null;
   readonly partition: number;
   position: Position;
+  /**
+   * The last change of its store event that the selector takes: only then does the event's
+   * position join resumeAfter. Every change of one commit shares the commit's position, so a
+   * client resuming after the first of them would skip the rest (audit, 2026-12-06); resuming
+   * after a part of an event gets the whole event again.
+   */
+  last: boolean;
 }
 
 /** How often a stream asks a provider without onPartitionHosted whether a partition of its selector that was not hosted here has opened. */
@@ -163,9 +170,8 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
         const viewed = request.readCommitted ? snapshot?.positions.get(partition.partition) : undefined;
         if (viewed !== undefined && viewed.dominates(event.position)) return;
         const position = event.position.copy();
-        for (const change of event.changes) {
-          if (matches(change.key)) deliver({ key: change.key, value: change.value, partition: partition.partition, position });
-        }
+        const taken = event.changes.filter((change) => matches(change.key));
+        taken.forEach((change, i) => deliver({ key: change.key, value: change.value, partition: partition.partition, position, last: i === taken.length - 1 }));
       },
       { kind, onClose: (reason) => endWith(() => closedError(reason, partition.partition)) },
     );
@@ -268,7 +274,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
       const resolve = waiting;
       waiting = undefined;
       failWaiting = undefined;
-      resolve({ value: toEvent(change, false, true), done: false });
+      resolve({ value: toEvent(change, false, change.last), done: false });
       return;
     }
     const slot = byKey === undefined ? undefined : slotOf(change);
@@ -277,11 +283,14 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
       if (waitingChange !== undefined) {
         waitingChange.value = change.value;
         waitingChange.position = change.position;
+        waitingChange.last = change.last;
         return;
       }
     }
     if (live.length >= request.maxBuffered) {
-      failure = () => new IqgateError('SUBSCRIPTION_OVERFLOW', `More than ${request.maxBuffered} events were waiting for this subscriber.`);
+      failure = () => new IqgateError('SUBSCRIPTION_OVERFLOW', `More than ${request.maxBuffered} events were waiting for this subscriber.`, {
+        details: { store: request.store, ...(merged === undefined ? {} : { resumeAfter: merged.toJSON() }) },
+      });
       stop();
       return;
     }
@@ -304,7 +313,7 @@ export function openChangeStream(provider: StateProvider, request: ChangeStreamR
     }
     const change = live.shift();
     if (change !== undefined && byKey !== undefined) byKey.delete(slotOf(change));
-    if (change !== undefined) return { value: toEvent(change, false, true), done: false };
+    if (change !== undefined) return { value: toEvent(change, false, change.last), done: false };
     if (failure !== undefined) {
       const error = failure();
       failure = undefined;
