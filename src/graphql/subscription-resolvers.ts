@@ -31,6 +31,13 @@ export const subscriptionResolvers = {
   Subscription: {
     changes: {
       subscribe(_: unknown, args: ChangesArgs, context: GatewayContext): AsyncIterableIterator<{ changes: Record<string, unknown> }> {
+        // Served as Server-Sent Events (or multipart). Yoga answers any other Accept with 406
+        // after this ran, never reading the stream: its listeners, views and the client's
+        // subscription slot stayed taken for good (audit, 2026-12-06). Refused before anything opens.
+        const headers = context.request?.headers;
+        if (headers !== undefined && !/text\/event-stream|multipart\/mixed/i.test(headers.get('accept') ?? '')) {
+          throw new IqgateError('INVALID_ARGUMENT', 'A subscription is served as Server-Sent Events: send it with Accept: text/event-stream.');
+        }
         const store = readableStore(context, args.store);
         const selectors = [args.keys != null, args.prefix != null, args.from != null || args.to != null].filter(Boolean).length;
         if (selectors > 1) throw new IqgateError('INVALID_ARGUMENT', 'Subscribe to keys, a prefix or a range (from/to), one at a time.');

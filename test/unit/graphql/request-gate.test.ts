@@ -314,6 +314,21 @@ describe('what the gate refuses before any resolver runs', () => {
     expect(third).not.toContain('TOO_MANY_SUBSCRIPTIONS');
   });
 
+  it('refuses a subscription sent without Accept: text/event-stream before it takes a slot (yoga would answer 406 and never end the feed)', async () => {
+    const i = await served({ auth: { apiKeys: API_KEYS }, maxSubscriptionsPerClient: 1 });
+    const SUBSCRIBE = 'subscription { changes(store: "words", keys: ["key-1"]) { key } }';
+    for (const accept of ['application/json', 'application/graphql-response+json']) {
+      const answer = await json(await fetch(i.url, post(SUBSCRIBE, {}, { ...bearer(KEY_A), accept })));
+      expect(answer.errors?.[0]?.extensions?.code, accept).toBe('INVALID_ARGUMENT');
+      expect(answer.errors[0].message).toContain('Accept: text/event-stream');
+    }
+    // The client's one slot is still free: a proper subscription opens.
+    const sse = await fetch(i.url, post(SUBSCRIBE, {}, { ...bearer(KEY_A), accept: 'text/event-stream' }));
+    const reader = sse.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).not.toContain('TOO_MANY_SUBSCRIPTIONS');
+    await reader.cancel();
+  });
+
   it('production turns GraphiQL and introspection off', async () => {
     const i = await served({ auth: { anonymous: true }, production: true });
     const schema = await json(await fetch(i.url, post('{ __schema { types { name } } }')));
