@@ -205,8 +205,13 @@ export class KafkaGroupConsumer implements GroupConsumerPort {
     });
     try {
       await c.connect();
+      // Stopped while connecting: a subscribe and run now would bring the consumer up after
+      // its stop (kafkajs runs a consumer disconnected before it ran), and the process would not end.
+      if (this.stopped) return;
       if (this.options.previousMemberId !== undefined) await this.removePreviousMember(this.options.previousMemberId);
+      if (this.stopped) return;
       await c.subscribe({ topics: [...this.options.topics], fromBeginning: true });
+      if (this.stopped) return;
       await c.run({
         autoCommit: false,
         eachBatchAutoResolve: false,

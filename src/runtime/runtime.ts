@@ -288,6 +288,9 @@ export class Runtime {
         },
       });
       await this.consumerRun;
+      // Stopped while the consumer connected: the stop releases what was started (before, start
+      // went on to RUNNING and threw an illegal transition from STOPPED).
+      if (this.stopRequested) return;
       timings.consumerRunning = Date.now();
       // Repartition records, once committed past, are deleted (repartition-purger.ts).
       if (this.partitionsOfRepartition.size > 0) {
@@ -305,6 +308,9 @@ export class Runtime {
     } catch (error) {
       if (this.state === 'STARTING') {
         this.transition('FAILED');
+        // The task manager may be running already (its commit timer, its standby polls): closed
+        // first, or it outlived the failed start, asking a closed admin (audit, 2026-12-06).
+        await this.manager?.closeAll().catch(() => undefined);
         await this.release();
         this.rejectDone(error);
       }

@@ -172,6 +172,8 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
   /** Wakes librdkafka's main thread so that heartbeats go out on time (HEARTBEAT_TICKS_PER_INTERVAL). */
   private heartbeatClock: NodeJS.Timeout | null = null;
   private loopDone: Promise<void> = Promise.resolve();
+  /** The connect of run(), while it may still be under way: a stop waits for it, then disconnects. */
+  private connecting: Promise<void> | null = null;
 
   constructor(rd: RdkafkaModule, private readonly options: RdkafkaGroupConsumerOptions) {
     this.staticMember = options.groupInstanceId !== undefined;
@@ -227,12 +229,16 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
       this.ownersTimer.unref();
     }
     const context = `consumer of group ${this.options.groupId}`;
-    await new Promise<void>((resolve, reject) => {
+    this.connecting = new Promise<void>((resolve, reject) => {
       // allTopics false: connect() fetches metadata to check the connection, by default of every
       // topic in the cluster (216 topics, 1,246 partitions on the shared test broker); brokers only
       // will do — the subscription fetches its own topics' metadata.
       this.consumer.connect({ timeout: 10_000, allTopics: false }, (err) => (err ? reject(fromRdkafkaError(err, context)) : resolve()));
     });
+    await this.connecting;
+    // Stopped while connecting: close() waited for the connect and disconnects; subscribing now
+    // would bring the consumer up after its stop, its loop running for ever (audit, 2026-12-06).
+    if (this.stopping) return;
     try {
       this.consumer.subscribe([...this.options.topics]);
     } catch (error) {
@@ -613,6 +619,7 @@ export class RdkafkaGroupConsumer implements GroupConsumerPort {
     if (this.heartbeatClock !== null) clearInterval(this.heartbeatClock);
     this.owners?.stop();
     const started = Date.now();
+    await this.connecting?.catch(() => undefined);
     await this.loopDone;
     await new Promise<void>((resolve) => {
       if (!this.consumer.isConnected()) {

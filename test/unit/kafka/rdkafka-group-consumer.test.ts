@@ -14,7 +14,10 @@ function fakeRdkafka(seekError: unknown) {
     consumeErrors: unknown[];
     /** The adapter's `event.error` listener (client events). */
     clientError: ((err: unknown) => void) | null;
-  } = { rebalance: null, seeks: [], seekErrors: [], calls: [], consumeErrors: [], clientError: null };
+    /** When set, connect() answers once it settles (a broker slow to answer). */
+    holdConnect: Promise<void> | null;
+    connected: boolean;
+  } = { rebalance: null, seeks: [], seekErrors: [], calls: [], consumeErrors: [], clientError: null, holdConnect: null, connected: false };
   class KafkaConsumer {
     constructor(config: { rebalance_cb: Rebalance }) { driver.rebalance = config.rebalance_cb; }
     setDefaultConsumeTimeout(): void {}
@@ -23,10 +26,14 @@ function fakeRdkafka(seekError: unknown) {
       if (event === 'event.error') driver.clientError = listener;
       return this;
     }
-    connect(_options: unknown, cb: (err: unknown) => void): void { setImmediate(() => cb(null)); }
-    subscribe(): void {}
+    connect(_options: unknown, cb: (err: unknown) => void): void {
+      if (driver.holdConnect !== null) driver.holdConnect.then(() => { driver.connected = true; cb(null); }, () => undefined);
+      else setImmediate(() => cb(null));
+    }
+    subscribe(): void { driver.calls.push('subscribe'); }
+    disconnect(cb: () => void): void { driver.calls.push('disconnect'); setImmediate(cb); }
     consume(_n: number, cb: (err: unknown, messages: unknown[]) => void): void { setTimeout(() => cb(driver.consumeErrors.shift() ?? null, []), 5); } // no records in these tests
-    isConnected(): boolean { return false; }
+    isConnected(): boolean { return driver.connected; }
     assignmentLost(): boolean { return false; }
     commit(offsets?: unknown[]): void { driver.calls.push(offsets === undefined ? 'commit' : `commit:${JSON.stringify(offsets)}`); }
     incrementalAssign(): void { driver.calls.push('incrementalAssign'); }
@@ -222,5 +229,20 @@ describe('RdkafkaGroupConsumer client errors', () => {
       driver.consumeErrors.push({ message: 'Local: Broker transport failure', code: -195 });
     });
     expect(seen).toEqual(['reconnecting BROKER_UNAVAILABLE']);
+  });
+});
+
+describe('RdkafkaGroupConsumer stopped while it connects', () => {
+  it('never subscribes or starts its loop after the stop, and disconnects once the connect is through', async () => {
+    const { rd, driver } = fakeRdkafka(null);
+    let connected!: () => void;
+    driver.holdConnect = new Promise<void>((resolve) => (connected = resolve));
+    const { consumer } = consumerWithLog(rd);
+    const running = consumer.run({ onAssignment: () => undefined, onBatch: () => true, onRebalancing: () => undefined, onCrash: () => undefined });
+    const stopping = consumer.stop();
+    connected();
+    await running;
+    await stopping;
+    expect(driver.calls.filter((c) => c === 'subscribe' || c === 'disconnect')).toEqual(['disconnect']);
   });
 });

@@ -89,3 +89,48 @@ describe('leaving the group on stop', () => {
     expect(asked).toEqual([{ leaveGroup: false }]);
   });
 });
+
+describe('stopping or failing while the runtime starts', () => {
+  /** A runtime on fake ports whose consumer.run waits for `connected` (a broker slow to answer). */
+  function slowConnect(fail?: unknown) {
+    const broker = brokerWithTopics(['in', 'out']);
+    const ports = fakePorts(broker, 'app');
+    let connect!: () => void;
+    const connected = new Promise<void>((resolve) => (connect = resolve));
+    const run = ports.consumer.run.bind(ports.consumer);
+    ports.consumer.run = async (handlers) => {
+      await connected;
+      if (fail !== undefined) throw fail;
+      return run(handlers);
+    };
+    const engine = createInMemoryStoreEngine();
+    const runtime = createRuntime({ brokers: '127.0.0.1:1', applicationId: 'app', logLevel: 'silent', topology: countTopology(), ports, storeEngine: engine, commitIntervalMs: 50 });
+    return { runtime, ports, engine, connect };
+  }
+
+  it('a stop while the consumer connects ends the start quietly, and the runtime stays STOPPED', async () => {
+    const { runtime, engine, connect } = slowConnect();
+    const starting = runtime.start();
+    await waitFor(() => runtime.state === 'STARTING', 5000, 5);
+    const stopping = runtime.stop();
+    connect();
+    await stopping;
+    await expect(starting).resolves.toBeUndefined(); // before: ILLEGAL_STATE_TRANSITION from STOPPED to RUNNING
+    expect(runtime.state).toBe('STOPPED');
+    await engine.close();
+  });
+
+  it('a start that fails once the task manager runs closes it: no commit timer or standby poll outlives it', async () => {
+    const failure = Object.assign(new Error('authentication failed'), { code: 'KAFKA_AUTHENTICATION_FAILED' });
+    const { runtime, engine, connect } = slowConnect(failure);
+    const starting = runtime.start();
+    runtime.done.catch(() => undefined);
+    await waitFor(() => runtime.state === 'STARTING', 5000, 5);
+    connect();
+    await expect(starting).rejects.toBe(failure);
+    expect(runtime.state).toBe('FAILED');
+    const manager = (runtime as unknown as { manager: { state: string } | null }).manager;
+    expect(manager?.state).not.toBe('RUNNING');
+    await engine.close();
+  });
+});
