@@ -108,6 +108,8 @@ export class Runtime {
   /** Settles when the runtime has stopped: resolves after stop(), rejects after a fatal error. */
   readonly done: Promise<void>;
   fatalError: unknown = null;
+  /** A fatal error came while a stop was under way: that stop finishes, and `done` rejects with it. */
+  private failedWhileStopping = false;
   /**
    * Why this instance is out of its consumer group right now — the coded error of the
    * consumer's last failed attempt, BROKER_UNAVAILABLE while the broker is away — or null while
@@ -345,6 +347,14 @@ export class Runtime {
 
   private onFatal(error: unknown): void {
     this.fatalError = error;
+    if (this.state === 'STOPPING' || this.state === 'STOPPED') {
+      // The stop under way (a graceful stop whose last commit met a record under the `fail`
+      // policy, say) closes everything, and `done` then says why: a second shutdown beside it
+      // closed the consumer, the clients and the stores twice (audit, 2026-12-06).
+      this.failedWhileStopping = true;
+      this.logger.error({ err: error }, 'runtime failed while stopping; the stop goes on');
+      return;
+    }
     if (this.state === 'STARTING' || this.state === 'RUNNING') this.transition('FAILED');
     this.logger.error({ err: error }, 'runtime failed; stopping without committing');
     // A failed instance never leaves its group: it may have failed because another process runs
@@ -393,7 +403,8 @@ export class Runtime {
     this.transition('STOPPING');
     await this.shutdownWithin({ commit: true, leaveGroup });
     this.transition('STOPPED');
-    this.resolveDone();
+    if (this.failedWhileStopping) this.rejectDone(this.fatalError);
+    else this.resolveDone();
   }
 
   /**

@@ -3,6 +3,8 @@ import type { ConsumerStopOptions, TaskProducer } from '../../../src/processing/
 import type { StreamTask } from '../../../src/processing/stream-task.js';
 import { createRuntime, type Runtime, type RuntimeStopOptions } from '../../../src/runtime/runtime.js';
 import { createInMemoryStoreEngine } from '../../../src/store/index.js';
+import { serdes } from '../../../src/store/serdes.js';
+import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
 import { fakePorts, type FakeBroker } from './fake-kafka.js';
 import { send } from './manager-harness.js';
 import { brokerWithTopics, countingProcessorTopology, countTopology, waitFor } from './processing-fixture.js';
@@ -131,6 +133,52 @@ describe('stopping or failing while the runtime starts', () => {
     expect(runtime.state).toBe('FAILED');
     const manager = (runtime as unknown as { manager: { state: string } | null }).manager;
     expect(manager?.state).not.toBe('RUNNING');
+    await engine.close();
+  });
+});
+
+describe('a fatal error while the runtime stops', () => {
+  it('lets the stop under way finish alone, and done rejects with it', async () => {
+    const broker = brokerWithTopics(['in', 'out']);
+    const ports = fakePorts(broker, 'app');
+    let consumerStops = 0;
+    let portsCloses = 0;
+    const consumerStop = ports.consumer.stop.bind(ports.consumer);
+    ports.consumer.stop = async (options?: ConsumerStopOptions) => {
+      consumerStops += 1;
+      await consumerStop(options);
+    };
+    const close = ports.close.bind(ports);
+    ports.close = async () => {
+      portsCloses += 1;
+      await close();
+    };
+    // Counts go downstream at a cache flush, where key "bad" throws: the last commit's flush, at the stop.
+    const b = new StreamsBuilder();
+    b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream()
+      .mapValues((value, key) => {
+        if (key === 'bad') throw new Error('downstream refuses "bad"');
+        return value;
+      }, serdes.int32)
+      .to('out');
+    const engine = createInMemoryStoreEngine({ cacheMaxBytes: 1_000_000 });
+    const runtime = createRuntime({
+      brokers: '127.0.0.1:1', applicationId: 'app', logLevel: 'silent', topology: b.build(),
+      ports, storeEngine: engine, commitIntervalMs: 3_600_000, processingErrors: 'fail',
+    });
+    runtime.done.catch(() => undefined);
+    await runtime.start();
+    ports.consumer.assign([{ topic: 'in', partition: 0 }]);
+    await waitFor(() => runtime.localTasks()[0]?.state === 'RUNNING', 5000, 5);
+    send(broker, 'in', 0, 'bad', 'x');
+    ports.consumer.deliver();
+    const task = runtime.localTasks()[0] as StreamTask;
+    await waitFor(() => task.hasUncommitted(), 5000, 5);
+
+    await runtime.stop();
+    await expect(runtime.done).rejects.toMatchObject({ code: 'PROCESSING_FAILED' });
+    expect(runtime.state).toBe('STOPPED');
+    expect([consumerStops, portsCloses]).toEqual([1, 1]);
     await engine.close();
   });
 });
