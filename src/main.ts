@@ -163,9 +163,12 @@ export async function main(): Promise<void> {
   const security = gatewaySecurityFromEnv(env);
   const kafkaSecurity = kafkaSecurityFromEnv(env);
   const stops: Array<() => Promise<void>> = [];
-  const stopAll = async (): Promise<void> => {
-    for (const stop of stops.reverse()) await stop().catch((error: unknown) => console.error('stop failed:', error));
-  };
+  // Once, whoever asks first (a signal, a fatal error): a second call waits for the first, and
+  // `stops` is not reversed in place under it (the two ran the list in opposite orders).
+  let stopping: Promise<void> | null = null;
+  const stopAll = (): Promise<void> => (stopping ??= (async () => {
+    for (const stop of [...stops].reverse()) await stop().catch((error: unknown) => console.error('stop failed:', error));
+  })());
   installShutdownHooks({ stop: stopAll });
 
   try {
