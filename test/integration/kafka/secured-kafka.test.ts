@@ -124,15 +124,27 @@ describe('the Kafka security options', () => {
   });
 });
 
+/** `iqgate start`'s environment for the SASL_SSL listener as user admin, its password and CA in files under `dir`. */
+function securedEnv(dir: string): Record<string, string> {
+  const passwordFile = join(dir, 'password');
+  writeFileSync(passwordFile, `${secured!.users.admin}\n`);
+  const caFile = join(dir, 'ca.pem');
+  writeFileSync(caFile, secured!.caPem);
+  return {
+    KAFKA_BROKERS: secured!.brokers,
+    KAFKA_SECURITY_PROTOCOL: 'sasl_ssl',
+    KAFKA_SASL_MECHANISM: 'SCRAM-SHA-256',
+    KAFKA_SASL_USERNAME: 'admin',
+    KAFKA_SASL_PASSWORD_FILE: passwordFile,
+    KAFKA_SSL_CA_FILE: caFile,
+  };
+}
+
 describe.skipIf(secured === undefined)('iqgate start on a SASL_SSL broker', () => {
   it('reads the protocol, the user and the files from the environment, serves the application, and prints no password', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'iqgate-sec-main-'));
     const main: { process?: MainProcess } = {};
     try {
-      const passwordFile = join(dir, 'password');
-      writeFileSync(passwordFile, `${secured!.users.admin}\n`);
-      const caFile = join(dir, 'ca.pem');
-      writeFileSync(caFile, secured!.caPem);
       const app = uniqueName('sec-accounts');
       const topic = `${app}-in`;
       const kafka = testKafka();
@@ -141,12 +153,7 @@ describe.skipIf(secured === undefined)('iqgate start on a SASL_SSL broker', () =
       await createTopicsRetrying(admin, [{ topic, numPartitions: 2 }]);
       await admin.disconnect();
       main.process = startMain({
-        KAFKA_BROKERS: secured!.brokers,
-        KAFKA_SECURITY_PROTOCOL: 'sasl_ssl',
-        KAFKA_SASL_MECHANISM: 'SCRAM-SHA-256',
-        KAFKA_SASL_USERNAME: 'admin',
-        KAFKA_SASL_PASSWORD_FILE: passwordFile,
-        KAFKA_SSL_CA_FILE: caFile,
+        ...securedEnv(dir),
         IQGATE_APP: 'test/fixtures/apps/accounts-app.ts',
         ACCOUNTS_APP_ID: app,
         ACCOUNTS_TOPIC: topic,
@@ -170,18 +177,9 @@ describe.skipIf(secured === undefined)('iqgate start on a SASL_SSL broker', () =
     const dir = mkdtempSync(join(tmpdir(), 'iqgate-sec-demo-'));
     const main: { process?: MainProcess } = {};
     try {
-      const passwordFile = join(dir, 'password');
-      writeFileSync(passwordFile, `${secured!.users.admin}\n`);
-      const caFile = join(dir, 'ca.pem');
-      writeFileSync(caFile, secured!.caPem);
       const app = uniqueName('sec-bank');
       main.process = startMain({
-        KAFKA_BROKERS: secured!.brokers,
-        KAFKA_SECURITY_PROTOCOL: 'sasl_ssl',
-        KAFKA_SASL_MECHANISM: 'SCRAM-SHA-256',
-        KAFKA_SASL_USERNAME: 'admin',
-        KAFKA_SASL_PASSWORD_FILE: passwordFile,
-        KAFKA_SSL_CA_FILE: caFile,
+        ...securedEnv(dir),
         IQGATE_APP_ID: app,
         IQGATE_INPUT_TOPIC: `${app}-transfers`,
         IQGATE_BANK_TRANSFERS_PER_SECOND: '50',

@@ -8,24 +8,11 @@
  * that task's record instead. Either way the committed store no longer matched its changelog.
  */
 import { describe, expect, it } from 'vitest';
-import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
 import { serdes } from '../../../src/store/serdes.js';
 import { send } from './manager-harness.js';
-import { brokerWithTopics, harnessesClosedAfterEach } from './processing-fixture.js';
+import { brokerWithTopics, harnessesClosedAfterEach, refusingDownstreamTopology as topology } from './processing-fixture.js';
 
 const harnesses = harnessesClosedAfterEach();
-
-/** Counts per key; the count changes go on downstream, where key "bad" throws. */
-function topology() {
-  const b = new StreamsBuilder();
-  b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream()
-    .mapValues((value, key) => {
-      if (key === 'bad') throw new Error('downstream refuses "bad"');
-      return value;
-    }, serdes.int32)
-    .to('out');
-  return b.build();
-}
 
 /** The changelog's last count per key, read committed. */
 function changelogCounts(h: { broker: { readCommitted(topic: string, partition: number, from: number): { records: Array<{ key: unknown; value: unknown }> } } }, partition: number): Map<string, number> {

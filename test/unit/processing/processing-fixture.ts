@@ -16,6 +16,18 @@ export function countTopology(): Topology {
   return b.build();
 }
 
+/** countTopology, whose count changes go on downstream (at a cache flush) where key "bad" throws. */
+export function refusingDownstreamTopology(): Topology {
+  const b = new StreamsBuilder();
+  b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream()
+    .mapValues((value, key) => {
+      if (key === 'bad') throw new Error('downstream refuses "bad"');
+      return value;
+    }, serdes.int32)
+    .to('out');
+  return b.build();
+}
+
 /**
  * Processor API: source `src` on topic `in` (string keys and values), a processor `count` that
  * counts each record's key in store `counts` (int32 values), then calls `then` with the record.

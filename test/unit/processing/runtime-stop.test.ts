@@ -3,11 +3,9 @@ import type { ConsumerStopOptions, TaskProducer } from '../../../src/processing/
 import type { StreamTask } from '../../../src/processing/stream-task.js';
 import { createRuntime, type Runtime, type RuntimeStopOptions } from '../../../src/runtime/runtime.js';
 import { createInMemoryStoreEngine } from '../../../src/store/index.js';
-import { serdes } from '../../../src/store/serdes.js';
-import { StreamsBuilder } from '../../../src/processing/stream-builder.js';
 import { fakePorts, type FakeBroker } from './fake-kafka.js';
 import { send } from './manager-harness.js';
-import { brokerWithTopics, countingProcessorTopology, countTopology, waitFor } from './processing-fixture.js';
+import { brokerWithTopics, countingProcessorTopology, countTopology, refusingDownstreamTopology, waitFor } from './processing-fixture.js';
 
 describe('stopping the runtime', () => {
   it('finishes within stopTimeoutMs when the last commit hangs (broker gone), closing the Kafka clients', async () => {
@@ -154,16 +152,9 @@ describe('a fatal error while the runtime stops', () => {
       await close();
     };
     // Counts go downstream at a cache flush, where key "bad" throws: the last commit's flush, at the stop.
-    const b = new StreamsBuilder();
-    b.stream('in', { key: serdes.string, value: serdes.string }).groupByKey().count({ store: 'counts', value: serdes.int32 }).toStream()
-      .mapValues((value, key) => {
-        if (key === 'bad') throw new Error('downstream refuses "bad"');
-        return value;
-      }, serdes.int32)
-      .to('out');
     const engine = createInMemoryStoreEngine({ cacheMaxBytes: 1_000_000 });
     const runtime = createRuntime({
-      brokers: '127.0.0.1:1', applicationId: 'app', logLevel: 'silent', topology: b.build(),
+      brokers: '127.0.0.1:1', applicationId: 'app', logLevel: 'silent', topology: refusingDownstreamTopology(),
       ports, storeEngine: engine, commitIntervalMs: 3_600_000, processingErrors: 'fail',
     });
     runtime.done.catch(() => undefined);
