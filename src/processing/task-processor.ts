@@ -161,9 +161,13 @@ export class TaskProcessor {
    * pack's entry is not told apart from its pack here).
    */
   private culprit(source: RecordSource, current: InputRecord): InputRecord {
+    return recordKey(current) === recordKey(source) ? current : this.processedRecord(source) ?? current;
+  }
+
+  /** The record of the open transaction that `source` names, if it is one. */
+  private processedRecord(source: RecordSource): InputRecord | undefined {
     const key = recordKey(source);
-    if (recordKey(current) === key) return current;
-    return this.inputs.records.find((r) => recordKey(r) === key) ?? current;
+    return this.inputs.records.find((r) => recordKey(r) === key);
   }
 
   /**
@@ -176,7 +180,7 @@ export class TaskProcessor {
     const torn = this.torn;
     if (torn === null || this.output.sentInTxn) return;
     this.torn = null;
-    const failed = this.inputs.records.find((r) => recordKey(r) === recordKey(torn.source));
+    const failed = this.processedRecord(torn.source);
     if (failed !== undefined) this.rollBackWithout(failed, torn.error);
     else this.dropAndReplay(); // its record is not in the transaction (a pack's entry, say): replayed whole
   }
@@ -364,7 +368,7 @@ export class TaskProcessor {
           return;
         } catch (thrown) {
           if (!(thrown instanceof FlushFailure) || this.output.sentInTxn) throw thrown instanceof FlushFailure ? thrown.error : thrown;
-          const failed = this.inputs.records.find((r) => recordKey(r) === recordKey(thrown.source));
+          const failed = this.processedRecord(thrown.source);
           if (failed === undefined) throw thrown.error;
           this.rollBackWithout(failed, thrown.error);
         }

@@ -4,6 +4,7 @@
  * StoreEngine's TaskStores for tests and embedding. The engine only reads through it.
  */
 import type { KeyValueStorePartition, Serde } from '../store/types.js';
+import type { HostedListener } from '../store/hosted-listeners.js';
 import type { ReplicaLag } from './query-types.js';
 import type { InstanceMonitor } from './instance-monitor.js';
 
@@ -73,7 +74,7 @@ export interface StateProvider {
    * its selector ends once that partition opens. Optional: without it, such a stream looks the
    * partition up every 200 ms.
    */
-  onPartitionHosted?(listener: (storeName: string, partition: number) => void): () => void;
+  onPartitionHosted?(listener: HostedListener): () => void;
   /** This instance's advertised URL, named in answers as the one that served them. Optional. */
   selfUrl?(): string | undefined;
   /**

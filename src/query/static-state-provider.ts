@@ -4,7 +4,7 @@
  * every partition of a registered task is hosted here, active unless registered as standby.
  */
 import { IqgateError } from '../errors.js';
-import { HostedListeners } from '../store/hosted-listeners.js';
+import { HostedListeners, type HostedListener } from '../store/hosted-listeners.js';
 import type { Serde, TaskStores } from '../store/types.js';
 import type {
   InstanceError,
@@ -68,7 +68,7 @@ export class StaticStateProvider implements StateProvider {
     for (const name of tasks.storeNames()) this.hosted.tell(name, tasks.store(name).partition);
   }
 
-  onPartitionHosted(listener: (storeName: string, partition: number) => void): () => void {
+  onPartitionHosted(listener: HostedListener): () => void {
     return this.hosted.add(listener);
   }
 

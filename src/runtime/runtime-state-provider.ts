@@ -7,6 +7,7 @@
  * until then the store is not listed (queries answer STORE_NOT_FOUND / NOT_STARTED).
  */
 import type { InstanceMonitor } from '../query/instance-monitor.js';
+import type { HostedListener } from '../store/hosted-listeners.js';
 import type { InstanceError, InstanceState, LocalStorePartition, StateProvider, StoreDescriptor, TaskDescriptor } from '../query/state-provider.js';
 import type { Runtime, RuntimeState } from './runtime.js';
 
@@ -76,7 +77,7 @@ export class RuntimeStateProvider implements StateProvider {
     return this.runtime.storeStandbys(storeName, partition).filter((url) => url !== self);
   }
 
-  onPartitionHosted(listener: (storeName: string, partition: number) => void): () => void {
+  onPartitionHosted(listener: HostedListener): () => void {
     return this.runtime.onPartitionHosted(listener);
   }
 
